@@ -1,0 +1,27 @@
+"""coplay: reinforcement learning of agents that interact, compiled end to end with JAX."""
+
+from coplay import envs as _envs  # noqa: F401  (registers the built-in environments)
+from coplay.core import ENVS, Env, EnvSpec, TimeStep
+
+__version__ = "0.1.0"
+
+
+def make(name: str, **kwargs) -> Env:
+    """Build a registered environment: `coplay.make("spread", n_agents=4)`."""
+    return ENVS.make(name, **kwargs)
+
+
+def list_envs() -> list[str]:
+    return ENVS.names()
+
+
+def train(config=None, **overrides):
+    """Train from Python: `coplay.train({"algo": {"name": "ippo"}, "seeds": 2})`,
+    `coplay.train(["algo=ippo", "seeds=2"])` or `coplay.train(seeds=2)`.
+    Returns a `RunResult` (run directory, summary, final state)."""
+    from coplay.experiment.runner import train as _train
+
+    return _train(config, **overrides)
+
+
+__all__ = ["Env", "EnvSpec", "TimeStep", "list_envs", "make", "train"]

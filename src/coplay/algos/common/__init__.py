@@ -1,0 +1,1 @@
+"""Machinery that more than one algorithm needs, written once."""

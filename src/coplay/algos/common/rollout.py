@@ -1,0 +1,66 @@
+"""Collect a trajectory from E parallel environments inside `lax.scan`.
+
+The environment is stepped with `vmap`; the acting function is whatever the
+algorithm supplies, so the same loop serves on-policy and off-policy learners."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+from flax import struct
+
+from coplay.core.env import Env
+from coplay.core.types import TimeStep
+
+
+@struct.dataclass
+class Transition:
+    """One step of E environments; a trajectory has a leading time axis [T, E, ...].
+
+    ts:       the TimeStep the action was chosen from (obs, action_mask, active, global_state)
+    action:   [E, N] or [E, N, d]
+    reward:   [E, N] (or [E, N, K]) reward received for the action
+    done:     [E] the episode ended with this step
+    truncated:[E] it ended by the time limit
+    info:     per-step info returned with the reward (episode/... statistics included)
+    extras:   whatever the acting function recorded (log-probabilities, values, ...)
+    """
+
+    ts: TimeStep
+    action: jax.Array
+    reward: jax.Array
+    done: jax.Array
+    truncated: jax.Array
+    info: dict[str, jax.Array]
+    extras: dict[str, jax.Array]
+
+
+ActFn = Callable[[Any, TimeStep, jax.Array], tuple[Any, jax.Array, dict[str, jax.Array]]]
+
+
+def rollout(env: Env, act: ActFn, env_state: Any, ts: TimeStep, policy_carry: Any,
+            key: jax.Array, length: int) -> tuple[tuple[Any, TimeStep, Any], Transition]:
+    """Run `length` steps. `act(policy_carry, ts, key) -> (policy_carry, action, extras)`
+    sees the batched TimeStep ([E, ...]). Returns the final (env_state, ts,
+    policy_carry) and the stacked transitions [length, E, ...]."""
+    num_envs = ts.done.shape[0]
+
+    def body(carry, step_key):
+        env_state, ts, policy_carry = carry
+        k_act, k_env = jax.random.split(step_key)
+        policy_carry, action, extras = act(policy_carry, ts, k_act)
+        env_state, next_ts = jax.vmap(env.step)(env_state, action, jax.random.split(k_env, num_envs))
+        step = Transition(
+            ts=ts.replace(info={}), action=action, reward=next_ts.reward, done=next_ts.done,
+            truncated=next_ts.truncated, info=next_ts.info, extras=extras,
+        )
+        return (env_state, next_ts, policy_carry), step
+
+    return jax.lax.scan(body, (env_state, ts, policy_carry), jax.random.split(key, length))
+
+
+def reset_envs(env: Env, key: jax.Array, num_envs: int) -> tuple[Any, TimeStep]:
+    """Reset `num_envs` copies: returns batched state and TimeStep [E, ...]."""
+    return jax.vmap(env.reset)(jax.random.split(key, num_envs))

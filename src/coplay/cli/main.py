@@ -1,0 +1,105 @@
+"""`coplay train | eval | list`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from coplay.core.errors import CoplayError
+
+TRAIN_EPILOG = """Overrides are key=value pairs, e.g.
+  coplay train algo=ippo env=foraging seeds=8 algo.lr=3e-4 total_steps=2e6
+  coplay train resume=runs/<run dir>
+"""
+
+
+def _cmd_list(_: argparse.Namespace) -> int:
+    from coplay.algos import ALGOS
+    from coplay.core.registry import ENVS
+
+    print("Environments:")
+    for e in ENVS.entries():
+        print(f"  {e.name:<10} [{e.kind}] {e.description}")
+    print("Algorithms:")
+    for name, a in sorted(ALGOS.items()):
+        print(f"  {name:<10} {a.description}")
+    return 0
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from coplay.experiment.config import parse_overrides
+    from coplay.experiment.runner import train
+
+    exp = parse_overrides(args.overrides)
+    if exp.run.resume:
+        from pathlib import Path
+
+        from coplay.experiment.config import Experiment
+
+        # Resume from the run's own config; any overrides given must agree with it.
+        stored = Experiment.load(Path(exp.run.resume) / "config.yaml")
+        exp = parse_overrides(args.overrides, base=stored)
+    result = train(exp)
+    if result.interrupted:
+        print(f"interrupted; checkpoint saved in {result.run_dir}/checkpoints")
+        print(f"resume with: coplay train resume={result.run_dir}")
+        return 130
+    ret = result.final_return
+    print(f"run: {result.run_dir}")
+    print(f"final return (IQM over {result.summary['seeds']} seeds, 95% CI): "
+          f"{ret['iqm']:.3f} [{ret['ci_low']:.3f}, {ret['ci_high']:.3f}]")
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from coplay.experiment.playback import evaluate_run
+
+    out = evaluate_run(args.run_dir, episodes=args.episodes, gif=not args.no_gif)
+    print(f"checkpoint: {out['checkpoint']} (env steps {out['env_steps']})")
+    print("per-seed mean return: " + ", ".join(f"{v:.3f}" for v in out["per_seed"]))
+    print(f"return IQM over seeds ({out['episodes']} episodes each), 95% CI: {out['return']}")
+    if out["gif"]:
+        print(f"episode animation: {out['gif']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="coplay", description="Reinforcement learning of agents that interact.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_train = sub.add_parser("train", help="train an algorithm on an environment", add_help=False,
+                             formatter_class=argparse.RawDescriptionHelpFormatter, epilog=TRAIN_EPILOG)
+    p_train.add_argument("-h", "--help", action="store_true", help="list algorithms, environments and config fields")
+    p_train.add_argument("overrides", nargs="*", help="key=value config overrides")
+    p_train.set_defaults(func=_cmd_train)
+
+    p_eval = sub.add_parser("eval", help="evaluate a run's final checkpoint")
+    p_eval.add_argument("run_dir", help="a run directory written by coplay train")
+    p_eval.add_argument("--episodes", type=int, default=32, help="evaluation episodes per seed (default 32)")
+    p_eval.add_argument("--no-gif", action="store_true", help="do not write episode.gif")
+    p_eval.set_defaults(func=_cmd_eval)
+
+    p_list = sub.add_parser("list", help="list environments and algorithms")
+    p_list.set_defaults(func=_cmd_list)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "train" and args.help:
+        from coplay.experiment.config import help_text
+
+        print("usage: coplay train [key=value ...]\n")
+        print(help_text())
+        print("\n" + TRAIN_EPILOG)
+        return 0
+    try:
+        return args.func(args)
+    except CoplayError as e:
+        print(f"coplay: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Typed config fields with help text and ranges, shared by algorithms and the
+experiment runner. A field is declared with `param(...)`; `check(cfg)` validates
+every field and raises ConfigError naming the field, the bad value and what is
+allowed; `coerce(cls, name, text)` turns a command-line string into the field's
+type (so `algo.lr=3e-4` and `total_steps=2e6` both work)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from typing import Any
+
+from coplay.core.errors import ConfigError, unknown_name
+
+
+def param(default: Any, help: str, *, min: float | None = None, max: float | None = None,
+          choices: tuple | None = None, min_exclusive: bool = False) -> Any:
+    """A dataclass field with help text and an allowed range or set of choices."""
+    return dataclasses.field(
+        default=default,
+        metadata={"help": help, "min": min, "max": max, "choices": choices, "min_exclusive": min_exclusive},
+    )
+
+
+def fields(cls_or_cfg: Any) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(cls_or_cfg)}
+
+
+def _type_of(cls: type, name: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    return hints[name]
+
+
+def parse_scalar(text: str) -> Any:
+    """'3e-4' -> 0.0003, '2e6' -> 2000000.0, 'true' -> True, 'none' -> None, else the string."""
+    low = text.strip().lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    if low in ("none", "null", "~"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def coerce_value(where: str, value: Any, typ: Any) -> Any:
+    """Convert `value` to `typ` (int, float, bool, str, or Optional of those)."""
+    origin = typing.get_origin(typ)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        args = [a for a in typing.get_args(typ) if a is not type(None)]
+        if value is None:
+            return None
+        typ = args[0]
+    if isinstance(value, str) and typ is not str:
+        value = parse_scalar(value)
+    if typ is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{where} must be true or false, got {value!r}")
+    if typ is int:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where} must be an integer, got {value!r}")
+        if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
+            raise ConfigError(f"{where} must be an integer, got {value!r}")
+        return int(value)
+    if typ is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where} must be a number, got {value!r}")
+        return float(value)
+    if typ is str:
+        return str(value)
+    return value
+
+
+def set_field(cfg: Any, name: str, value: Any, prefix: str = "") -> Any:
+    """Return a copy of dataclass `cfg` with `name` set to `value` (coerced)."""
+    where = f"{prefix}{name}"
+    fs = fields(cfg)
+    if name not in fs:
+        raise unknown_name(f"config field{' of ' + prefix.rstrip('.') if prefix else ''}", name, fs)
+    return dataclasses.replace(cfg, **{name: coerce_value(where, value, _type_of(type(cfg), name))})
+
+
+def check(cfg: Any, prefix: str = "") -> None:
+    """Validate every field of dataclass `cfg` against its declared range/choices."""
+    for f in dataclasses.fields(cfg):
+        meta = f.metadata
+        value = getattr(cfg, f.name)
+        where = f"{prefix}{f.name}"
+        if value is None:
+            continue
+        choices = meta.get("choices")
+        if choices is not None and value not in choices:
+            raise ConfigError(f"{where}={value!r} is not allowed; valid choices: {', '.join(map(str, choices))}")
+        lo, hi = meta.get("min"), meta.get("max")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise ConfigError(f"{where}={value!r} must be finite")
+            if lo is not None and (value < lo or (meta.get("min_exclusive") and value == lo)):
+                op = ">" if meta.get("min_exclusive") else ">="
+                raise ConfigError(f"{where}={value!r} is out of range; it must be {op} {lo}"
+                                  + (f" and <= {hi}" if hi is not None else ""))
+            if hi is not None and value > hi:
+                raise ConfigError(f"{where}={value!r} is out of range; it must be <= {hi}"
+                                  + (f" and >= {lo}" if lo is not None else ""))
+
+
+def describe(cfg_cls: type, prefix: str = "") -> list[tuple[str, Any, str]]:
+    """(name, default, help) for every field, for `--help` listings."""
+    out = []
+    for f in dataclasses.fields(cfg_cls):
+        meta = f.metadata
+        extra = ""
+        if meta.get("choices"):
+            extra = f" [{'|'.join(map(str, meta['choices']))}]"
+        out.append((f"{prefix}{f.name}", f.default, meta.get("help", "") + extra))
+    return out

@@ -1,0 +1,85 @@
+"""The functional environment contract.
+
+    state, ts = env.reset(key)
+    state, ts = env.step(state, actions, key)
+
+Both are pure functions of their arguments, so they can be `jit`-ed, `vmap`-ed
+and `scan`-ned. Subclasses implement `_reset` and `_step`; the public methods
+check the actions' shape at trace time (free under `jit`) and then delegate.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coplay.core.errors import ActionError
+from coplay.core.types import EnvSpec, TimeStep
+
+State = Any
+
+
+class Env(abc.ABC):
+    """Base class of coplay environments (and wrappers, which are environments)."""
+
+    spec: EnvSpec
+
+    @property
+    def num_agents(self) -> int:
+        return self.spec.num_agents
+
+    def reset(self, key: jax.Array) -> tuple[State, TimeStep]:
+        """Start an episode. `key`: a PRNG key. Returns the state and first TimeStep."""
+        return self._reset(key)
+
+    def step(self, state: State, actions: jax.Array, key: jax.Array) -> tuple[State, TimeStep]:
+        """Advance one step. `actions`: `[N]` int (discrete) or `[N, d]` float."""
+        self.check_actions(actions)
+        return self._step(state, actions, key)
+
+    @abc.abstractmethod
+    def _reset(self, key: jax.Array) -> tuple[State, TimeStep]: ...
+
+    @abc.abstractmethod
+    def _step(self, state: State, actions: jax.Array, key: jax.Array) -> tuple[State, TimeStep]: ...
+
+    def check_actions(self, actions: jax.Array) -> None:
+        """Raise ActionError unless `actions` has this environment's action shape and kind."""
+        expected = self.spec.action_shape
+        shape = tuple(np.shape(actions))
+        if shape != expected:
+            raise ActionError(
+                f"{self.spec.name}: actions have shape {shape}, expected {expected} "
+                f"(num_agents={self.spec.num_agents}, action space {self.spec.action_space})"
+            )
+        dtype = jnp.asarray(actions).dtype if not hasattr(actions, "dtype") else actions.dtype
+        if self.spec.discrete_actions and not jnp.issubdtype(dtype, jnp.integer):
+            raise ActionError(
+                f"{self.spec.name}: discrete actions must be integers, got dtype {dtype}"
+            )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec.name!r}, num_agents={self.spec.num_agents})"
+
+
+class Wrapper(Env):
+    """An environment built on another; forwards everything it does not change."""
+
+    def __init__(self, env: Env):
+        self.env = env
+        self.spec = env.spec
+
+    @property
+    def unwrapped(self) -> Env:
+        env = self.env
+        while isinstance(env, Wrapper):
+            env = env.env
+        return env
+
+    def step(self, state: State, actions: jax.Array, key: jax.Array) -> tuple[State, TimeStep]:
+        # The innermost environment checks the actions; wrappers need not repeat it.
+        return self._step(state, actions, key)

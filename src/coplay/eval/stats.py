@@ -1,0 +1,58 @@
+"""Aggregate statistics over seeds: interquartile mean with a stratified
+bootstrap 95% confidence interval (Agarwal et al., 2021), computed by rliable."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its confidence interval."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+
+    def as_dict(self) -> dict:
+        return {"iqm": self.value, "ci_low": self.low, "ci_high": self.high, "n": self.n}
+
+    def __str__(self) -> str:
+        return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
+
+
+def iqm(x: np.ndarray, axis: int | None = 0) -> np.ndarray:
+    """Interquartile mean: mean of the middle 50% (25% trimmed from each end)."""
+    return sps.trim_mean(x, 0.25, axis=axis)
+
+
+def iqm_ci(scores: np.ndarray, reps: int = 2000, confidence: float = 0.95, seed: int = 0) -> list[Estimate]:
+    """scores: [runs, points] -> one Estimate per point (column), each a bootstrap
+    over the runs of that column. With a single run the interval collapses to the value."""
+    from rliable import library as rly
+
+    scores = np.asarray(scores, np.float64)
+    if scores.ndim == 1:
+        scores = scores[:, None]
+    runs = scores.shape[0]
+    point = iqm(scores, axis=0)
+    if runs < 2:
+        return [Estimate(float(v), float(v), float(v), runs) for v in point]
+    with warnings.catch_warnings():  # arch deprecates the RandomState that rliable passes
+        warnings.simplefilter("ignore", FutureWarning)
+        _, interval = rly.get_interval_estimates(
+            {"scores": scores}, lambda s: iqm(s, axis=0), reps=reps,
+            confidence_interval_size=confidence, random_state=np.random.RandomState(seed),
+        )
+    lo, hi = interval["scores"]
+    return [Estimate(float(p), float(a), float(b), runs) for p, a, b in zip(point, lo, hi)]
+
+
+def summarize(values: np.ndarray, reps: int = 10000) -> Estimate:
+    """values: [runs] -> IQM with its 95% bootstrap CI."""
+    return iqm_ci(np.asarray(values).reshape(-1, 1), reps=reps)[0]

@@ -1,0 +1,189 @@
+"""Experiment configuration and the `key=value` override grammar.
+
+    coplay train algo=ippo env=foraging seeds=8 algo.lr=3e-4 env.n_agents=3 total_steps=2e6
+
+`algo=NAME` and `env=NAME` choose the algorithm and environment; `algo.FIELD`
+and `env.FIELD` set their parameters; bare `FIELD` sets a run field. Everything
+is checked, and unknown names rejected with the valid choices, before anything
+is compiled. `config.yaml` in a run directory holds the fully resolved config in
+the same shape, so it reads back into the same Experiment."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from coplay.algos import get_algo
+from coplay.core.config import check, coerce_value, describe, fields, param, parse_scalar, set_field
+from coplay.core.errors import ConfigError, unknown_name
+from coplay.core.registry import ENVS
+
+DEFAULT_ALGO = "mappo"
+DEFAULT_ENV = "spread"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    seeds: int = param(4, "independent seeds trained together in one compiled run", min=1)
+    seed: int = param(0, "base random seed; seed i of the run uses (seed, i)", min=0)
+    total_steps: int = param(1_000_000, "environment steps per seed", min=1)
+    chunk_steps: int = param(50_000, "environment steps per seed between logging, evaluation and checkpoints", min=1)
+    eval_episodes: int = param(32, "evaluation episodes per seed", min=1)
+    eval_every: int = param(1, "evaluate every this many chunks (0: only at the end)", min=0)
+    checkpoint_every: int = param(1, "checkpoint every this many chunks", min=1)
+    keep_checkpoints: int = param(2, "how many recent checkpoints to keep", min=1)
+    out_dir: str = param("runs", "directory in which run directories are created")
+    name: str | None = param(None, "run directory name (default: <time>-<algo>-<env>)")
+    resume: str | None = param(None, "run directory to continue from its last checkpoint")
+    progress: bool = param(True, "show a progress bar")
+    tensorboard: bool = param(True, "write TensorBoard event files")
+
+
+# Run fields that may differ between a run and its resumption without changing its results.
+RESUMABLE = ("resume", "progress", "name", "out_dir")
+
+
+@dataclass
+class Experiment:
+    algo: str = DEFAULT_ALGO
+    env: str = DEFAULT_ENV
+    algo_config: Any = None
+    env_config: dict = field(default_factory=dict)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    def __post_init__(self) -> None:
+        entry = get_algo(self.algo)
+        if self.algo_config is None:
+            self.algo_config = entry.Config()
+        elif isinstance(self.algo_config, dict):
+            cfg = entry.Config()
+            for k, v in self.algo_config.items():
+                cfg = set_field(cfg, k, v, "algo.")
+            self.algo_config = cfg
+        params = ENVS.parameters(self.env)
+        resolved = dict(params)
+        for k, v in self.env_config.items():
+            if k not in params:
+                raise unknown_name(f"parameter of environment {self.env!r}:", k, params)
+            default = params[k]
+            typ = type(default) if default is not None and not isinstance(default, (list, tuple, dict)) else None
+            if typ in (int, float, bool, str):
+                resolved[k] = coerce_value(f"env.{k}", v, typ)
+            else:  # no typed default (e.g. None): read the text as a number, bool or none
+                resolved[k] = parse_scalar(v) if isinstance(v, str) else v
+        self.env_config = resolved
+
+    def validate(self) -> None:
+        """Check every value's type and range (cheap; no environment or network is built)."""
+        check(self.run)
+        check(self.algo_config, "algo.")
+
+    def to_dict(self) -> dict:
+        return {
+            "algo": {"name": self.algo, **dataclasses.asdict(self.algo_config)},
+            "env": {"name": self.env, **self.env_config},
+            **dataclasses.asdict(self.run),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Experiment:
+        d = dict(d)
+        algo = dict(d.pop("algo", {}) or {})
+        env = dict(d.pop("env", {}) or {})
+        exp = cls(algo=algo.pop("name", DEFAULT_ALGO), env=env.pop("name", DEFAULT_ENV),
+                  algo_config=algo, env_config=env)
+        run = RunConfig()
+        for k, v in d.items():
+            run = set_field(run, k, v)
+        exp.run = run
+        return exp
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def load(cls, path: Path) -> Experiment:
+        try:
+            data = yaml.safe_load(Path(path).read_text())
+        except FileNotFoundError as e:
+            raise ConfigError(f"no config.yaml at {path}") from e
+        return cls.from_dict(data or {})
+
+
+def parse_overrides(args: list[str], base: Experiment | None = None) -> Experiment:
+    """Apply `key=value` overrides to `base` (default config when None)."""
+    pairs = []
+    for arg in args:
+        if "=" not in arg:
+            raise ConfigError(f"override {arg!r} is not of the form key=value (e.g. algo=ippo, algo.lr=3e-4, seeds=8)")
+        key, value = arg.split("=", 1)
+        pairs.append((key.strip(), value))
+    d = base.to_dict() if base is not None else {}
+    # Choosing another algorithm or environment starts from its defaults.
+    for key, value in pairs:
+        if key in ("algo", "algo.name"):
+            d["algo"] = {"name": get_algo(value).name}
+        elif key in ("env", "env.name"):
+            ENVS.get(value)
+            d["env"] = {"name": value}
+    exp = Experiment.from_dict(d)
+    algo_cfg, env_cfg, run = exp.algo_config, dict(exp.env_config), exp.run
+    env_params = ENVS.parameters(exp.env)
+    for key, value in pairs:
+        if key in ("algo", "algo.name", "env", "env.name"):
+            continue
+        if key.startswith("algo."):
+            algo_cfg = set_field(algo_cfg, key[5:], value, "algo.")
+        elif key.startswith("env."):
+            name = key[4:]
+            if name not in env_params:
+                raise unknown_name(f"parameter of environment {exp.env!r}:", name, env_params)
+            env_cfg[name] = value
+        else:
+            if key not in fields(RunConfig):
+                raise unknown_name("config field", key, [*fields(RunConfig), "algo", "env", "algo.<field>",
+                                                         "env.<field>"])
+            run = set_field(run, key, value)
+    exp = Experiment(algo=exp.algo, env=exp.env, algo_config=algo_cfg, env_config=env_cfg, run=run)
+    exp.validate()
+    return exp
+
+
+def resume_differences(stored: Experiment, requested: Experiment) -> list[str]:
+    """Fields (dotted) whose values differ, ignoring the run fields that cannot change results."""
+    a, b = _flatten(stored.to_dict()), _flatten(requested.to_dict())
+    return sorted(k for k in set(a) | set(b) if k not in RESUMABLE and a.get(k) != b.get(k))
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def help_text() -> str:
+    """Every config field with its default, for `coplay train --help`."""
+    from coplay.algos import ALGOS
+
+    lines = ["Run fields:"]
+    lines += [f"  {n:<22} {d!s:<12} {h}" for n, d, h in describe(RunConfig)]
+    lines.append("\nAlgorithms (algo=NAME):")
+    for name, entry in sorted(ALGOS.items()):
+        lines.append(f"  {name:<10} {entry.description}")
+    for name, entry in sorted(ALGOS.items()):
+        lines.append(f"\n  algo={name} fields:")
+        lines += [f"    {n:<24} {d!s:<12} {h}" for n, d, h in describe(entry.Config, "algo.")]
+    lines.append("\nEnvironments (env=NAME):")
+    for e in ENVS.entries():
+        lines.append(f"  {e.name:<10} [{e.kind}] {e.description}")
+        params = ENVS.parameters(e.name)
+        lines += [f"    env.{k:<20} {v!s}" for k, v in params.items()]
+    return "\n".join(lines)

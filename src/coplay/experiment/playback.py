@@ -1,0 +1,44 @@
+"""Load a finished (or interrupted) run and evaluate it: `coplay eval <run dir>`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from coplay.core.errors import ConfigError
+from coplay.eval.stats import summarize
+from coplay.experiment import checkpoint
+from coplay.experiment.config import Experiment
+from coplay.experiment.evaluate import make_evaluator, record_episode, save_gif
+from coplay.experiment.runner import _config_key, init_state, plan
+
+
+def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int = 12345) -> dict:
+    """Evaluate the run's newest checkpoint: `episodes` per seed. Returns the
+    per-seed mean returns, their IQM and 95% CI, and the GIF path if one was written."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.yaml").exists():
+        raise ConfigError(f"{run_dir} is not a coplay run directory (no config.yaml)")
+    exp = Experiment.load(run_dir / "config.yaml")
+    p = plan(exp)
+    state, meta, path = checkpoint.latest(run_dir / "checkpoints", init_state(p))
+    if meta.get("config") != _config_key(exp):
+        raise ConfigError(f"checkpoint {path} does not belong to {run_dir}/config.yaml")
+    policy = p.trainer.policy()
+    params = p.trainer.policy_params(state)
+    evaluate = jax.jit(jax.vmap(make_evaluator(policy, episodes)))
+    keys = jax.random.split(jax.random.PRNGKey(seed), exp.run.seeds)
+    results = jax.device_get(evaluate(params, keys))
+    per_seed = np.asarray(results["return"]).mean(-1)
+    out = {"checkpoint": str(path), "env_steps": meta.get("env_steps"), "per_seed": per_seed.tolist(),
+           "return": summarize(per_seed), "episodes": episodes, "gif": None}
+    if gif:
+        seed0 = jax.tree.map(lambda x: x[0], params)
+        frames = record_episode(policy, seed0, jax.random.PRNGKey(seed))
+        if frames:
+            gif_path = run_dir / "episode.gif"
+            save_gif(frames, gif_path)
+            out["gif"] = str(gif_path)
+    return out

@@ -1,0 +1,172 @@
+"""What a run leaves behind besides checkpoints: metrics.csv, TensorBoard events,
+summary.json, curve.png and marl_eval.json."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from coplay.eval.stats import iqm_ci, summarize
+from coplay.experiment.checkpoint import atomic_write
+
+CSV_NAME = "metrics.csv"
+
+
+class MetricsLog:
+    """metrics.csv: one row per log step (chunk) and seed. On resume, rows past the
+    checkpoint are dropped so the file matches an uninterrupted run's."""
+
+    def __init__(self, run_dir: Path, tensorboard: bool):
+        self.path = Path(run_dir) / CSV_NAME
+        self.columns: list[str] | None = None
+        self.writer = None
+        if tensorboard:
+            from tensorboardX import SummaryWriter
+
+            self.writer = SummaryWriter(str(run_dir), flush_secs=10)
+
+    def truncate(self, max_chunk: int) -> None:
+        if not self.path.exists():
+            return
+        with self.path.open() as f:
+            rows = list(csv.DictReader(f))
+        keep = [r for r in rows if int(r["chunk"]) <= max_chunk]
+        if not rows:
+            return
+        columns = list(rows[0].keys())
+        text = _csv_text(columns, keep)
+        atomic_write(self.path, text.encode())
+        self.columns = columns
+
+    def write(self, chunk: int, env_steps: int, per_seed: dict[str, np.ndarray], wall_time: float) -> None:
+        """per_seed: name -> [S] values for this log step."""
+        names = sorted(per_seed)
+        if self.columns is None:
+            self.columns = ["chunk", "env_steps", "seed", *names, "wall_time"]
+            if not self.path.exists():
+                self.path.write_text(_csv_text(self.columns, []))
+        seeds = len(next(iter(per_seed.values())))
+        with self.path.open("a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=self.columns, extrasaction="ignore")
+            for s in range(seeds):
+                row = {"chunk": chunk, "env_steps": env_steps, "seed": s, "wall_time": f"{wall_time:.3f}"}
+                row.update({k: _fmt(per_seed[k][s]) for k in names})
+                w.writerow(row)
+        if self.writer is not None:
+            for k in names:
+                vals = np.asarray(per_seed[k], np.float64)
+                if np.any(np.isfinite(vals)):
+                    self.writer.add_scalar(f"{k}/mean", float(np.nanmean(vals)), env_steps)
+                for s, v in enumerate(vals):
+                    if math.isfinite(v):
+                        self.writer.add_scalar(f"{k}/seed{s}", float(v), env_steps)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def _fmt(v) -> str:
+    return repr(float(v))
+
+
+def _csv_text(columns: list[str], rows: list[dict]) -> str:
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+    return buf.getvalue()
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    with (Path(run_dir) / CSV_NAME).open() as f:
+        return list(csv.DictReader(f))
+
+
+def curve(rows: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
+    """(env_steps [P], values [S, P]) for a metric column, log steps where it is present."""
+    by_chunk: dict[int, dict[int, float]] = {}
+    steps: dict[int, int] = {}
+    for r in rows:
+        v = r.get(key, "")
+        if v in ("", None):
+            continue
+        c = int(r["chunk"])
+        by_chunk.setdefault(c, {})[int(r["seed"])] = float(v)
+        steps[c] = int(r["env_steps"])
+    chunks = sorted(c for c in by_chunk if all(math.isfinite(x) for x in by_chunk[c].values()))
+    if not chunks:
+        return np.zeros(0), np.zeros((0, 0))
+    seeds = sorted(by_chunk[chunks[0]])
+    values = np.array([[by_chunk[c].get(s, np.nan) for c in chunks] for s in seeds])
+    return np.array([steps[c] for c in chunks]), values
+
+
+def plot_curve(run_dir: Path, rows: list[dict], key: str, title: str) -> Path | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps, values = curve(rows, key)
+    if steps.size == 0:
+        return None
+    est = iqm_ci(values, reps=2000)
+    mid = np.array([e.value for e in est])
+    lo = np.array([e.low for e in est])
+    hi = np.array([e.high for e in est])
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+    ax.plot(steps, mid, color="C0", label=f"IQM over {values.shape[0]} seeds")
+    ax.fill_between(steps, lo, hi, color="C0", alpha=0.25, label="95% bootstrap CI")
+    ax.set_xlabel("environment steps (per seed)")
+    ax.set_ylabel(key)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    path = Path(run_dir) / "curve.png"
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def write_summary(run_dir: Path, final: dict[str, np.ndarray], extra: dict) -> dict:
+    """final: name -> [S, episodes] evaluation results. Each seed's mean over its
+    episodes is one run; the headline is the IQM over seeds with a 95% CI."""
+    summary = dict(extra)
+    metrics = {}
+    for name, values in final.items():
+        per_seed = np.asarray(values, np.float64).mean(axis=-1)
+        metrics[name] = {**summarize(per_seed).as_dict(), "per_seed": per_seed.tolist()}
+    summary["final"] = metrics
+    atomic_write(Path(run_dir) / "summary.json", json.dumps(summary, indent=2).encode())
+    return summary
+
+
+def write_marl_eval(run_dir: Path, env_name: str, task_name: str, algo: str,
+                    evals: list[tuple[int, dict[str, np.ndarray]]]) -> None:
+    """marl-eval's raw JSON: env -> task -> algo -> run -> step_i -> {step_count,
+    metric: [per-episode values]}, plus absolute_metrics from the final evaluation."""
+    runs: dict[str, dict] = {}
+    if not evals:
+        return
+    seeds = np.asarray(next(iter(evals[-1][1].values()))).shape[0]
+    for s in range(seeds):
+        run = {}
+        for i, (step_count, metrics) in enumerate(evals):
+            entry = {"step_count": int(step_count)}
+            entry.update({k: np.asarray(v[s], np.float64).tolist() for k, v in metrics.items()})
+            run[f"step_{i}"] = entry
+        run["absolute_metrics"] = {k: np.asarray(v[s], np.float64).tolist() for k, v in evals[-1][1].items()}
+        runs[f"seed_{s}"] = run
+    data = {env_name: {task_name: {algo: runs}}}
+    atomic_write(Path(run_dir) / "marl_eval.json", json.dumps(data).encode())

@@ -1,0 +1,342 @@
+"""A training run: many seeds in one compiled loop, chunked so that logging,
+evaluation and checkpoints happen between chunks.
+
+    chunk = jit(vmap(scan(update, length=updates_per_chunk)))   # over seeds
+
+The TrainState holds everything the run needs (parameters, optimiser state,
+environment states, RNG keys), so a checkpoint at a chunk boundary resumes the
+run exactly. Evaluation draws its keys from (seed, chunk), never from the
+TrainState, so evaluating does not change what is learned."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coplay.algos import get_algo
+from coplay.core.errors import CheckpointError, ConfigError, TrainingError
+from coplay.core.registry import ENVS
+from coplay.experiment import checkpoint
+from coplay.experiment.config import Experiment, parse_overrides, resume_differences
+from coplay.experiment.evaluate import make_evaluator
+from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
+from coplay.nets.init import init_stacked
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    summary: dict
+    interrupted: bool = False
+    state: Any = field(default=None, repr=False)  # the final TrainState, seeds on the leading axis
+
+    @property
+    def final_return(self) -> dict:
+        return self.summary.get("final", {}).get("return", {})
+
+
+@dataclass
+class Plan:
+    """Everything derived from an Experiment before any compilation."""
+
+    exp: Experiment
+    trainer: Any
+    updates_per_chunk: int
+    num_chunks: int
+
+    @property
+    def steps_per_chunk(self) -> int:
+        return self.updates_per_chunk * self.trainer.steps_per_update
+
+
+def plan(exp: Experiment) -> Plan:
+    """Validate the config, build the environment and trainer; nothing is compiled."""
+    exp.validate()
+    env = ENVS.make(exp.env, **exp.env_config)
+    run = exp.run
+    entry = get_algo(exp.algo)
+    # steps_per_update is known before the trainer exists only through the config
+    probe = entry.module.make_trainer(exp.algo_config, env, num_updates=1)
+    per_update = probe.steps_per_update
+    if run.total_steps < per_update:
+        raise ConfigError(f"total_steps={run.total_steps} is smaller than one update "
+                          f"({per_update} environment steps per seed); raise total_steps")
+    updates_per_chunk = max(1, run.chunk_steps // per_update)
+    num_chunks = max(1, math.ceil(run.total_steps / (updates_per_chunk * per_update)))
+    trainer = entry.module.make_trainer(exp.algo_config, env, num_updates=updates_per_chunk * num_chunks)
+    return Plan(exp, trainer, updates_per_chunk, num_chunks)
+
+
+def seed_keys(exp: Experiment) -> jax.Array:
+    return jax.random.split(jax.random.PRNGKey(exp.run.seed), exp.run.seeds)
+
+
+def init_state(p: Plan) -> Any:
+    """Initial TrainState for every seed, stacked (each seed initialised outside vmap)."""
+    return init_stacked(p.trainer.init, seed_keys(p.exp))
+
+
+def chunk_function(p: Plan):
+    trainer = p.trainer
+
+    def one_seed(state):
+        return jax.lax.scan(lambda s, _: trainer.update(s), state, None, length=p.updates_per_chunk)
+
+    return jax.jit(jax.vmap(one_seed), donate_argnums=0)
+
+
+def evaluation_function(p: Plan):
+    evaluate = make_evaluator(p.trainer.policy(), p.exp.run.eval_episodes)
+    return jax.jit(jax.vmap(evaluate))
+
+
+def eval_keys(exp: Experiment, chunk: int) -> jax.Array:
+    base = jax.random.fold_in(jax.random.PRNGKey(exp.run.seed), 1_000_003 + chunk)
+    return jax.random.split(base, exp.run.seeds)
+
+
+def _new_run_dir(exp: Experiment) -> Path:
+    out = Path(exp.run.out_dir)
+    name = exp.run.name or f"{datetime.now():%Y%m%d-%H%M%S}-{exp.algo}-{exp.env}"
+    path = out / name
+    i = 1
+    while path.exists():  # never write into somebody else's run
+        path = out / f"{name}-{i}"
+        i += 1
+    path.mkdir(parents=True)
+    return path
+
+
+def _task_name(exp: Experiment) -> str:
+    defaults = ENVS.parameters(exp.env)
+    changed = [f"{k}={v}" for k, v in exp.env_config.items() if defaults.get(k) != v]
+    return ",".join(changed) or "default"
+
+
+class _Interrupt:
+    """First Ctrl-C: finish the chunk, checkpoint, stop. Second: stop at once."""
+
+    def __init__(self):
+        self.requested = False
+
+    def __call__(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("\ninterrupt: finishing this chunk and saving a checkpoint (Ctrl-C again to abort)",
+              file=sys.stderr, flush=True)
+
+
+@contextmanager
+def _sigint(handler):
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread: run without the handler
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def resolve(config: Experiment | dict | list[str] | None = None, **overrides: Any) -> Experiment:
+    """Turn any accepted config form into a validated Experiment."""
+    if config is None:
+        exp = Experiment()
+    elif isinstance(config, Experiment):
+        exp = config
+    elif isinstance(config, dict):
+        exp = Experiment.from_dict(config)
+    elif isinstance(config, (list, tuple)):
+        exp = parse_overrides(list(config))
+    else:
+        raise ConfigError(f"config must be an Experiment, a dict or a list of key=value overrides, got {type(config)}")
+    if overrides:
+        exp = parse_overrides([f"{k}={v}" for k, v in overrides.items()], base=exp)
+    return exp
+
+
+def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chunks: int | None = None,
+          **overrides: Any) -> RunResult:
+    """Train and evaluate; returns the run directory, the summary and the final state.
+
+    `config`: an Experiment, a dict shaped like config.yaml, or key=value strings.
+    `stop_after_chunks` stops early as an interrupt would (checkpoint kept), for tests."""
+    exp = resolve(config, **overrides)
+    resume_dir = Path(exp.run.resume) if exp.run.resume else None
+    if resume_dir is not None:
+        stored = Experiment.load(resume_dir / "config.yaml")
+        diffs = resume_differences(stored, exp)
+        if diffs:
+            a, b = stored.to_dict(), exp.to_dict()
+            detail = ", ".join(f"{d}: run has {_get(a, d)!r}, requested {_get(b, d)!r}" for d in diffs)
+            raise ConfigError(f"cannot resume {resume_dir} with a different config ({detail}); "
+                              "resume with the run's own config, or start a new run")
+    p = plan(exp)  # all validation happens here, before any compilation
+    run_dir = resume_dir if resume_dir is not None else _new_run_dir(exp)
+    ckpt_dir = run_dir / "checkpoints"
+    if resume_dir is None:
+        checkpoint.atomic_write(run_dir / "config.yaml", exp.to_yaml().encode())
+
+    state = init_state(p)
+    start_chunk = 0
+    if resume_dir is not None:
+        state, meta, path = checkpoint.latest(ckpt_dir, state)
+        if meta.get("config") != _config_key(exp):
+            raise CheckpointError(f"checkpoint {path} was written by a different config")
+        start_chunk = int(meta["chunk"]) + 1
+        print(f"resuming {run_dir} from {path.name} (chunk {start_chunk}/{p.num_chunks})", flush=True)
+
+    log = MetricsLog(run_dir, exp.run.tensorboard)
+    log.truncate(start_chunk - 1)
+    evals = _load_evals(run_dir, start_chunk * p.steps_per_chunk) if resume_dir is not None else []
+    chunk_fn = chunk_function(p)
+    eval_fn = evaluation_function(p)
+    interrupt = _Interrupt()
+    bar = _progress(exp, p, start_chunk)
+    interrupted = False
+    t_start = time.time()
+    try:
+        with _sigint(interrupt):
+            for chunk in range(start_chunk, p.num_chunks):
+                t0 = time.time()
+                state, metrics = chunk_fn(state)
+                metrics = jax.device_get(metrics)                       # name -> [S, updates]
+                _check_finite(metrics, chunk, p, run_dir)
+                env_steps = (chunk + 1) * p.steps_per_chunk
+                per_seed = {k: _nanmean(v) for k, v in metrics.items()}
+                last = chunk == p.num_chunks - 1
+                if last or (exp.run.eval_every and (chunk + 1) % exp.run.eval_every == 0):
+                    results = jax.device_get(eval_fn(p.trainer.policy_params(state), eval_keys(exp, chunk)))
+                    evals.append((env_steps, {k: v for k, v in results.items() if k != "finished"}))
+                    per_seed.update({f"eval/{k}": v.mean(-1) for k, v in results.items() if k != "finished"})
+                    write_marl_eval(run_dir, exp.env, _task_name(exp), exp.algo, evals)
+                log.write(chunk, env_steps, per_seed, time.time() - t_start)
+                if last or (chunk + 1) % exp.run.checkpoint_every == 0 or interrupt.requested:
+                    checkpoint.save(ckpt_dir, chunk, state, {"chunk": chunk, "env_steps": env_steps,
+                                                             "config": _config_key(exp)},
+                                    keep=exp.run.keep_checkpoints)
+                _advance(bar, p, per_seed, time.time() - t0)
+                if interrupt.requested or (stop_after_chunks is not None and chunk + 1 - start_chunk >= stop_after_chunks
+                                           and not last):
+                    if (chunk + 1) % exp.run.checkpoint_every:
+                        checkpoint.save(ckpt_dir, chunk, state, {"chunk": chunk, "env_steps": env_steps,
+                                                                 "config": _config_key(exp)},
+                                        keep=exp.run.keep_checkpoints)
+                    interrupted = True
+                    break
+    finally:
+        log.close()
+        if bar is not None:
+            bar.close()
+
+    if interrupted:
+        summary = {"interrupted": True, "resume": f"coplay train resume={run_dir}"}
+        return RunResult(run_dir, summary, interrupted=True, state=state)
+
+    rows = read_metrics(run_dir)
+    plot_curve(run_dir, rows, "eval/return", f"{exp.algo} on {exp.env}")
+    final = evals[-1][1]
+    summary = write_summary(run_dir, final, {
+        "algo": exp.algo, "env": exp.env, "seeds": exp.run.seeds, "env_steps_per_seed": p.num_chunks * p.steps_per_chunk,
+        "eval_episodes_per_seed": exp.run.eval_episodes,
+        "return_convention": "episode return averaged over agents (per-agent), undiscounted",
+        "wall_time_s": round(time.time() - t_start, 2),
+    })
+    return RunResult(run_dir, summary, state=state)
+
+
+def _get(d: dict, dotted: str):
+    for part in dotted.split("."):
+        if not isinstance(d, dict) or part not in d:
+            return None
+        d = d[part]
+    return d
+
+
+def _config_key(exp: Experiment) -> str:
+    d = exp.to_dict()
+    for k in ("resume", "progress", "name", "out_dir"):
+        d.pop(k, None)
+    return json.dumps(d, sort_keys=True)
+
+
+def _nanmean(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, np.float64)
+    with np.errstate(all="ignore"):
+        counts = np.sum(np.isfinite(v), axis=-1)
+        sums = np.nansum(v, axis=-1)
+    return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def _check_finite(metrics: dict, chunk: int, p: Plan, run_dir: Path) -> None:
+    for name, values in metrics.items():
+        if not (name.startswith("loss/") or name == "grad_norm"):
+            continue
+        bad = ~np.isfinite(values)
+        if bad.any():
+            seed, update = map(int, np.argwhere(bad)[0])
+            at = chunk * p.updates_per_chunk + update
+            raise TrainingError(
+                f"{name} became {values[seed, update]} in seed {seed} at update {at} "
+                f"(chunk {chunk}, env step ~{at * p.trainer.steps_per_update}); the last good checkpoint "
+                f"is in {run_dir / 'checkpoints'}. Try a lower algo.lr or check the environment's rewards."
+            )
+
+
+def _load_evals(run_dir: Path, max_steps: int) -> list:
+    path = run_dir / "marl_eval.json"
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())
+    (env_data,) = data.values()
+    (task,) = env_data.values()
+    (runs,) = task.values()
+    seeds = sorted(runs, key=lambda s: int(s.split("_")[1]))
+    steps = sorted((k for k in runs[seeds[0]] if k.startswith("step_")), key=lambda s: int(s.split("_")[1]))
+    evals = []
+    for step in steps:
+        count = runs[seeds[0]][step]["step_count"]
+        if count > max_steps:
+            continue
+        names = [k for k in runs[seeds[0]][step] if k != "step_count"]
+        evals.append((count, {k: np.array([runs[s][step][k] for s in seeds]) for k in names}))
+    return evals
+
+
+def _progress(exp: Experiment, p: Plan, start_chunk: int):
+    if not exp.run.progress:
+        return None
+    from tqdm import tqdm
+
+    total = p.num_chunks * p.steps_per_chunk
+    bar = tqdm(total=total, initial=start_chunk * p.steps_per_chunk, unit="step", unit_scale=True,
+               desc=f"{exp.algo}/{exp.env} x{exp.run.seeds} seeds", dynamic_ncols=True)
+    return bar
+
+
+def _advance(bar, p: Plan, per_seed: dict, seconds: float) -> None:
+    if bar is None:
+        return
+    from coplay.eval.stats import iqm
+
+    ret = per_seed.get("eval/return", per_seed.get("return"))
+    finite = ret[np.isfinite(ret)] if ret is not None else np.zeros(0)
+    postfix = {"steps/s": f"{p.steps_per_chunk * len(next(iter(per_seed.values()))) / max(seconds, 1e-9):,.0f}"}
+    if finite.size:
+        postfix["return"] = f"{float(iqm(finite)):.2f}"
+    bar.set_postfix(postfix, refresh=False)
+    bar.update(p.steps_per_chunk)

@@ -1,0 +1,153 @@
+"""The environment contract test suite, usable on any coplay environment:
+
+    from coplay.testing import check_env
+    check_env(coplay.make("spread"))
+
+Every built-in environment runs it in coplay's tests; call it on your own
+environments too. Each check raises AssertionError with what was wrong."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coplay.core.env import Env
+from coplay.core.errors import ActionError
+from coplay.core.spaces import Discrete
+from coplay.core.types import TimeStep
+from coplay.wrappers import AutoReset, EpisodeStats
+
+
+def random_actions(env: Env, ts: TimeStep, key: jax.Array) -> jax.Array:
+    """Uniformly random legal actions for every agent: [N] (or [N, d])."""
+    spec = env.spec
+    if isinstance(spec.action_space, Discrete):
+        logits = jnp.where(ts.action_mask, 0.0, -1e9)
+        return jax.random.categorical(key, logits).astype(jnp.int32)
+    keys = jax.random.split(key, spec.num_agents)
+    return jax.vmap(spec.action_space.sample)(keys)
+
+
+def check_timestep(env: Env, ts: TimeStep, where: str) -> None:
+    spec = env.spec
+    n = spec.num_agents
+    assert ts.obs.shape == (n, *spec.obs_space.shape), f"{where}: obs shape {ts.obs.shape}"
+    assert ts.obs.dtype == spec.obs_space.dtype, f"{where}: obs dtype {ts.obs.dtype} != {spec.obs_space.dtype}"
+    assert ts.reward.shape == spec.reward_shape, f"{where}: reward shape {ts.reward.shape} != {spec.reward_shape}"
+    assert ts.reward.dtype == jnp.float32, f"{where}: reward dtype {ts.reward.dtype}"
+    for name in ("done", "truncated"):
+        x = getattr(ts, name)
+        assert x.shape == () and x.dtype == jnp.bool_, f"{where}: {name} must be a bool scalar, got {x.dtype}{x.shape}"
+    assert ts.active.shape == (n,) and ts.active.dtype == jnp.bool_, f"{where}: active {ts.active.dtype}{ts.active.shape}"
+    assert ts.action_mask.shape == (n, spec.num_actions), f"{where}: action_mask shape {ts.action_mask.shape}"
+    assert ts.action_mask.dtype == jnp.bool_, f"{where}: action_mask dtype {ts.action_mask.dtype}"
+    assert ts.global_state.shape == spec.global_state_space.shape, (
+        f"{where}: global_state shape {ts.global_state.shape} != {spec.global_state_space.shape}")
+    assert bool(jnp.all(jnp.isfinite(ts.obs))), f"{where}: non-finite observation"
+    assert bool(jnp.all(jnp.isfinite(ts.reward))), f"{where}: non-finite reward"
+    if spec.discrete_actions:
+        legal = jnp.any(ts.action_mask, axis=-1)
+        assert bool(jnp.all(legal | ~ts.active)), f"{where}: an active agent has no legal action"
+    if spec.turn_based:
+        assert int(ts.active.sum()) <= 1 or bool(ts.done), f"{where}: turn-based game with several movers"
+    for k, v in ts.info.items():
+        assert hasattr(v, "shape"), f"{where}: info[{k!r}] is not an array"
+
+
+def _rollout(env: Env, key: jax.Array, steps: int):
+    k_reset, k_run = jax.random.split(key)
+    state, ts = env.reset(k_reset)
+    out = [ts]
+    for k in jax.random.split(k_run, steps):
+        k_act, k_step = jax.random.split(k)
+        state, ts = env.step(state, random_actions(env, ts, k_act), k_step)
+        out.append(ts)
+    return state, out
+
+
+def _assert_trees_close(a, b, what: str) -> None:
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert jax.tree.structure(a) == jax.tree.structure(b), f"{what}: structures differ"
+    for x, y in zip(la, lb):
+        np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=1e-5, atol=1e-5,
+                                   err_msg=what)
+
+
+def check_env(env: Env, seed: int = 0, steps: int | None = None) -> None:
+    """Run the whole contract suite on `env`."""
+    spec = env.spec
+    steps = steps or min(spec.max_steps + 5, 60)
+    key = jax.random.PRNGKey(seed)
+
+    # shapes, dtypes and masks, eagerly
+    state, ts = env.reset(key)
+    check_timestep(env, ts, "reset")
+    info_struct = jax.tree.structure(ts.info)
+    info_shapes = [x.shape for x in jax.tree.leaves(ts.info)]
+    state_struct = jax.tree.structure(state)
+    for i, k in enumerate(jax.random.split(jax.random.PRNGKey(seed + 1), min(steps, 12))):
+        k_act, k_step = jax.random.split(k)
+        state, ts = env.step(state, random_actions(env, ts, k_act), k_step)
+        check_timestep(env, ts, f"step {i}")
+        assert jax.tree.structure(ts.info) == info_struct, f"step {i}: info keys change between steps"
+        assert [x.shape for x in jax.tree.leaves(ts.info)] == info_shapes, f"step {i}: info shapes change"
+        assert jax.tree.structure(state) == state_struct, f"step {i}: state structure changes"
+        if bool(ts.done):
+            break
+
+    # wrong action shape is refused
+    bad = jnp.zeros((spec.num_agents + 1, *spec.action_space.shape), spec.action_space.dtype)
+    try:
+        env.step(state, bad, key)
+    except ActionError:
+        pass
+    else:
+        raise AssertionError("actions of the wrong shape were accepted")
+
+    # determinism for a key
+    s1, r1 = _rollout(env, key, 8)
+    s2, r2 = _rollout(env, key, 8)
+    _assert_trees_close((s1, r1), (s2, r2), "same key gave different results")
+
+    # jit equals eager
+    reset_j, step_j = jax.jit(env.reset), jax.jit(env.step)
+    state_e, ts_e = env.reset(key)
+    state_j, ts_j = reset_j(key)
+    _assert_trees_close((state_e, ts_e), (state_j, ts_j), "jit(reset) differs from reset")
+    for k in jax.random.split(key, 5):
+        a = random_actions(env, ts_e, k)
+        state_e, ts_e = env.step(state_e, a, k)
+        state_j, ts_j = step_j(state_j, a, k)
+        _assert_trees_close((state_e, ts_e), (state_j, ts_j), "jit(step) differs from step")
+
+    # vmap equals one-by-one
+    keys = jax.random.split(key, 3)
+    vs, vts = jax.vmap(env.reset)(keys)
+    for i in range(3):
+        si, tsi = env.reset(keys[i])
+        _assert_trees_close(jax.tree.map(lambda x: x[i], (vs, vts)), (si, tsi), "vmap(reset) differs")
+    acts = jax.vmap(lambda t, k: random_actions(env, t, k))(vts, keys)
+    vs2, vts2 = jax.vmap(env.step)(vs, acts, keys)
+    for i in range(3):
+        si, tsi = env.step(jax.tree.map(lambda x: x[i], vs), acts[i], keys[i])
+        _assert_trees_close(jax.tree.map(lambda x: x[i], (vs2, vts2)), (si, tsi), "vmap(step) differs")
+
+    # auto-reset inside a compiled scan: episodes end by max_steps and restart
+    wrapped = AutoReset(EpisodeStats(env))
+
+    def body(carry, k):
+        state, ts = carry
+        k_act, k_step = jax.random.split(k)
+        state, ts = wrapped.step(state, random_actions(wrapped, ts, k_act), k_step)
+        return (state, ts), (ts.done, ts.info["episode/length"], ts.info["episode/done"])
+
+    horizon = 2 * spec.max_steps + 3
+    init = wrapped.reset(key)
+    _, (dones, lengths, ep_done) = jax.jit(lambda c, ks: jax.lax.scan(body, c, ks))(
+        init, jax.random.split(key, horizon))
+    dones, lengths = np.asarray(dones), np.asarray(lengths)
+    assert dones.sum() >= 2, f"no auto-reset seen: {dones.sum()} episode ends in {horizon} steps"
+    assert np.array_equal(dones, np.asarray(ep_done)), "episode/done disagrees with done"
+    assert lengths.max() <= spec.max_steps, f"an episode lasted {lengths.max()} > max_steps={spec.max_steps}"
+    assert lengths[dones].min() >= 1, "an episode of length 0 was reported"

@@ -1,0 +1,7 @@
+"""Environment -> environment transformations."""
+
+from coplay.wrappers.agent_id import AgentID
+from coplay.wrappers.autoreset import AutoReset
+from coplay.wrappers.episode_stats import EpisodeStats, StatsState
+
+__all__ = ["AgentID", "AutoReset", "EpisodeStats", "StatsState"]

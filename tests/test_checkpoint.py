@@ -1,0 +1,65 @@
+"""Checkpoints: safe format, atomic writes, the last good one survives."""
+
+import os
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from coplay.core.errors import CheckpointError
+from coplay.experiment import checkpoint
+
+
+def _tree(x=1.0):
+    return {"a": jnp.full((3,), x), "b": {"c": jnp.arange(4, dtype=jnp.int32)}}
+
+
+def test_save_load_round_trip(tmp_path):
+    checkpoint.save(tmp_path, 0, _tree(2.0), {"chunk": 0})
+    state, meta, path = checkpoint.latest(tmp_path, _tree())
+    assert meta == {"chunk": 0}
+    np.testing.assert_array_equal(state["a"], np.full(3, 2.0))
+    assert path.name == "ckpt_00000000.msgpack"
+
+
+def test_keeps_only_recent(tmp_path):
+    for i in range(5):
+        checkpoint.save(tmp_path, i, _tree(float(i)), {"chunk": i}, keep=2)
+    assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["ckpt_00000003.msgpack",
+                                                                       "ckpt_00000004.msgpack"]
+
+
+def test_torn_newest_checkpoint_falls_back_to_last_good(tmp_path):
+    checkpoint.save(tmp_path, 0, _tree(1.0), {"chunk": 0})
+    checkpoint.save(tmp_path, 1, _tree(2.0), {"chunk": 1})
+    newest = checkpoint.list_checkpoints(tmp_path)[-1]
+    newest.write_bytes(newest.read_bytes()[:10])  # as if a crash tore it
+    state, meta, _ = checkpoint.latest(tmp_path, _tree())
+    assert meta["chunk"] == 0
+    np.testing.assert_array_equal(state["a"], np.full(3, 1.0))
+
+
+def test_crash_during_write_leaves_previous(tmp_path, monkeypatch):
+    checkpoint.save(tmp_path, 0, _tree(1.0), {"chunk": 0})
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        checkpoint.save(tmp_path, 1, _tree(2.0), {"chunk": 1})
+    monkeypatch.undo()
+    assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["ckpt_00000000.msgpack"]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_shape_mismatch_is_refused(tmp_path):
+    checkpoint.save(tmp_path, 0, _tree(), {"chunk": 0})
+    other = {"a": jnp.zeros((5,)), "b": {"c": jnp.arange(4, dtype=jnp.int32)}}
+    with pytest.raises(CheckpointError, match="different config"):
+        checkpoint.load(checkpoint.list_checkpoints(tmp_path)[0], other)
+
+
+def test_no_pickle_in_format(tmp_path):
+    path = checkpoint.save(tmp_path, 0, _tree(), {"chunk": 0})
+    assert not path.read_bytes().startswith(b"\x80")  # pickle protocol marker

@@ -1,0 +1,68 @@
+"""Config parsing and bad input: clear errors naming the value and the valid
+choices, raised before anything is compiled."""
+
+import pytest
+
+from coplay.core.errors import ConfigError, UnknownNameError
+from coplay.experiment.config import Experiment, parse_overrides, resume_differences
+
+
+def test_defaults_are_mappo_on_spread():
+    exp = parse_overrides([])
+    assert exp.algo == "mappo" and exp.env == "spread"
+    assert exp.env_config["n_agents"] == 3
+
+
+def test_overrides_types_and_namespaces():
+    exp = parse_overrides(["algo=ippo", "env=foraging", "seeds=8", "algo.lr=3e-4", "total_steps=2e6",
+                           "env.n_agents=3", "algo.recurrent=true"])
+    assert exp.algo == "ippo" and exp.env == "foraging"
+    assert exp.run.seeds == 8 and exp.run.total_steps == 2_000_000
+    assert exp.algo_config.lr == pytest.approx(3e-4)
+    assert exp.algo_config.recurrent is True
+    assert exp.algo_config.critic == "local"
+    assert exp.env_config["n_agents"] == 3
+
+
+@pytest.mark.parametrize("args, words", [
+    (["algo=mapo"], ["mapo", "mappo", "ippo"]),
+    (["env=sprd"], ["sprd", "spread", "foraging", "matrix"]),
+    (["algo.lrr=1e-3"], ["lrr", "lr"]),
+    (["sedes=3"], ["sedes", "seeds"]),
+    (["env.n_agent=4"], ["n_agent", "n_agents"]),
+])
+def test_unknown_names_list_valid_choices(args, words):
+    with pytest.raises(UnknownNameError) as e:
+        parse_overrides(args)
+    for w in words:
+        assert w in str(e.value)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["seeds=0"], ["seeds=0", ">= 1"]),
+    (["algo.lr=-1"], ["algo.lr=-1", "> 0"]),
+    (["algo.gamma=1.5"], ["algo.gamma=1.5", "<= 1"]),
+    (["seeds=two"], ["seeds", "integer", "two"]),
+    (["total_steps=1.5"], ["total_steps", "integer"]),
+    (["algo.activation=sigmoid"], ["sigmoid", "tanh", "relu"]),
+    (["algo.recurrent=maybe"], ["algo.recurrent", "true or false"]),
+    (["notakeyvalue"], ["notakeyvalue", "key=value"]),
+])
+def test_bad_values_are_refused(args, words):
+    with pytest.raises(ConfigError) as e:
+        parse_overrides(args)
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_yaml_round_trip():
+    exp = parse_overrides(["algo=ippo", "algo.lr=1e-3", "env.n_agents=4", "seeds=2"])
+    back = Experiment.from_dict(__import__("yaml").safe_load(exp.to_yaml()))
+    assert back.to_dict() == exp.to_dict()
+    assert resume_differences(exp, back) == []
+
+
+def test_resume_differences_name_fields():
+    a = parse_overrides(["algo.lr=1e-3"])
+    b = parse_overrides(["algo.lr=2e-3", "progress=false"])
+    assert resume_differences(a, b) == ["algo.lr"]
