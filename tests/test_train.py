@@ -1,0 +1,146 @@
+"""End-to-end runs: the run directory, exact resume, Ctrl-C, many seeds, bad input."""
+
+import csv
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+import coplay
+from coplay.core.errors import ConfigError, TrainingError
+from coplay.experiment import checkpoint
+
+SMALL = ["env=matrix", "env.game=climbing", "env.rounds=10", "algo.num_envs=8", "algo.rollout_len=10",
+         "algo.hidden_size=16", "chunk_steps=400", "total_steps=1600", "eval_episodes=4", "progress=false"]
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    with (run_dir / "metrics.csv").open() as f:
+        return [{k: v for k, v in r.items() if k != "wall_time"} for r in csv.DictReader(f)]
+
+
+def _final_state(run_dir: Path, like):
+    state, meta, _ = checkpoint.latest(run_dir / "checkpoints", like)
+    return state, meta
+
+
+def test_run_directory_contents(tmp_path):
+    result = coplay.train(SMALL + ["seeds=3", f"out_dir={tmp_path}", "algo=ippo"])
+    d = result.run_dir
+    for name in ("config.yaml", "metrics.csv", "summary.json", "curve.png", "marl_eval.json"):
+        assert (d / name).is_file(), name
+    assert list(d.glob("events.out.tfevents.*"))
+    assert checkpoint.list_checkpoints(d / "checkpoints")
+    summary = json.loads((d / "summary.json").read_text())
+    ret = summary["final"]["return"]
+    assert ret["ci_low"] <= ret["iqm"] <= ret["ci_high"] and ret["n"] == 3 and len(ret["per_seed"]) == 3
+    rows = _rows(d)
+    assert len(rows) == 4 * 3  # 4 chunks x 3 seeds
+    marl = json.loads((d / "marl_eval.json").read_text())
+    runs = marl["matrix"]["game=climbing,rounds=10"]["ippo"]
+    assert sorted(runs) == ["seed_0", "seed_1", "seed_2"]
+    assert len(runs["seed_0"]["absolute_metrics"]["return"]) == 4
+    assert runs["seed_0"]["step_3"]["step_count"] == 1600
+
+
+def test_resume_is_exact(tmp_path):
+    full = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", "name=full"])
+    part = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", "name=part"], stop_after_chunks=2)
+    assert part.interrupted
+    assert not (part.run_dir / "summary.json").exists()
+    resumed = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", "name=part", f"resume={part.run_dir}"])
+    assert resumed.run_dir == part.run_dir
+    for a, b in zip(jax.tree.leaves(full.state), jax.tree.leaves(resumed.state)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert _rows(full.run_dir) == _rows(resumed.run_dir)
+    assert full.summary["final"] == resumed.summary["final"]
+
+
+def test_resume_with_other_config_is_refused_and_harmless(tmp_path):
+    part = coplay.train(SMALL + [f"out_dir={tmp_path}", "seeds=1"], stop_after_chunks=1)
+    before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in part.run_dir.rglob("*") if p.is_file()}
+    with pytest.raises(ConfigError, match="algo.lr"):
+        coplay.train(SMALL + [f"out_dir={tmp_path}", "seeds=1", "algo.lr=0.1", f"resume={part.run_dir}"])
+    after = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in part.run_dir.rglob("*") if p.is_file()}
+    assert before == after
+
+
+def test_ten_seeds_in_one_compiled_run(tmp_path):
+    result = coplay.train(SMALL + ["seeds=10", f"out_dir={tmp_path}", "total_steps=800"])
+    assert len(result.final_return["per_seed"]) == 10
+    # seeds differ: they are independent runs, not copies
+    params = jax.tree.leaves(result.state.params)[0]
+    assert not np.allclose(params[0], params[1])
+
+
+def test_non_finite_loss_stops_with_location(tmp_path, monkeypatch):
+    from coplay.envs.mixed.matrix import MatrixGame
+
+    original = MatrixGame._step
+
+    def poisoned(self, state, actions, key):
+        state, ts = original(self, state, actions, key)
+        return state, ts.replace(reward=ts.reward * np.nan)
+
+    monkeypatch.setattr(MatrixGame, "_step", poisoned)
+    with pytest.raises(TrainingError, match=r"loss/\w+ became nan in seed 0 at update 0"):
+        coplay.train(SMALL + ["seeds=1", f"out_dir={tmp_path}"])
+
+
+def _cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "coplay.cli.main", *args], capture_output=True, text=True, **kw)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["train", "env=sprd"], ["unknown environment", "sprd", "spread"]),
+    (["train", "algo=qmixx"], ["unknown algorithm", "qmixx", "mappo"]),
+    (["train", "algo.lr=-3"], ["algo.lr=-3.0", "out of range"]),
+    (["train", "env.n_agents=0"], ["n_agents"]),
+])
+def test_cli_bad_input_exits_nonzero_with_message(args, words, tmp_path):
+    out = _cli(*args, f"out_dir={tmp_path}")
+    assert out.returncode == 2, out.stderr
+    for w in words:
+        assert w in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not list(tmp_path.iterdir())  # refused before any run directory was made
+
+
+def test_cli_list_and_help():
+    out = _cli("list")
+    assert out.returncode == 0
+    for name in ("spread", "foraging", "matrix", "mappo", "ippo"):
+        assert name in out.stdout
+    out = _cli("train", "--help")
+    assert out.returncode == 0
+    for text in ("algo.lr", "algo.recurrent", "seeds", "total_steps", "env.n_agents", "env.game"):
+        assert text in out.stdout
+
+
+def test_ctrl_c_saves_checkpoint_and_exits_cleanly(tmp_path):
+    args = [a for a in SMALL if not a.startswith("total_steps")] + ["total_steps=400000", "seeds=1",
+                                                                      f"out_dir={tmp_path}", "name=run"]
+    proc = subprocess.Popen([sys.executable, "-m", "coplay.cli.main", "train", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ckpts = tmp_path / "run" / "checkpoints"
+    deadline = time.monotonic() + 300
+    while not checkpoint.list_checkpoints(ckpts) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stderr
+    assert "resume with: coplay train resume=" in stdout
+    assert "Traceback" not in stderr
+    assert checkpoint.list_checkpoints(ckpts)
+    # the run continues from there
+    resumed = coplay.train(args + [f"resume={tmp_path / 'run'}"], stop_after_chunks=1)
+    assert resumed.run_dir == tmp_path / "run"
