@@ -45,7 +45,7 @@ def test_run_directory_contents(tmp_path):
     rows = _rows(d)
     assert len(rows) == 4 * 3  # 4 chunks x 3 seeds
     marl = json.loads((d / "marl_eval.json").read_text())
-    runs = marl["matrix"]["game=climbing,rounds=10"]["ippo"]
+    runs = marl["matrix"]["rounds=10"]["ippo"]
     assert sorted(runs) == ["seed_0", "seed_1", "seed_2"]
     assert len(runs["seed_0"]["absolute_metrics"]["return"]) == 4
     assert runs["seed_0"]["step_3"]["step_count"] == 1600

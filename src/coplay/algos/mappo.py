@@ -41,7 +41,7 @@ from coplay.wrappers import AgentID, AutoReset, EpisodeStats
 
 @dataclass(frozen=True)
 class Config:
-    lr: float = param(2e-3, "Adam learning rate", min=0.0, min_exclusive=True)
+    lr: float = param(7e-4, "Adam learning rate", min=0.0, min_exclusive=True)
     anneal_lr: bool = param(True, "decay the learning rate linearly to 0 over the run")
     num_envs: int = param(64, "parallel environments per seed", min=1)
     rollout_len: int = param(25, "steps per environment between updates", min=1)
@@ -141,7 +141,13 @@ class Trainer:
         self.carry_size = c.hidden_size if c.recurrent else 0
         steps = num_updates * c.epochs * c.minibatches
         lr = optax.linear_schedule(c.lr, 0.0, max(steps, 1)) if c.anneal_lr else c.lr
-        self.optimizer = optax.chain(optax.clip_by_global_norm(c.max_grad_norm), optax.adam(lr, eps=1e-5))
+        # Actor and critic are clipped and stepped apart: with one global clip, the
+        # critic's large early gradients (returns of tens) would shrink the policy's step.
+        def opt():
+            return optax.chain(optax.clip_by_global_norm(c.max_grad_norm), optax.adam(lr, eps=1e-5))
+
+        self.optimizer = optax.multi_transform({"actor": opt(), "critic": opt()},
+                                               {"actor": "actor", "critic": "critic"})
 
     # ----- inputs -------------------------------------------------------------------------
     def critic_input(self, ts: TimeStep) -> jax.Array:
@@ -264,7 +270,7 @@ class Trainer:
                 params, opt_state = carry
                 grads, stats = jax.grad(self._loss, has_aux=True)(params, mb)
                 updates, opt_state = self.optimizer.update(grads, opt_state, params)
-                stats["grad_norm"] = optax.global_norm(grads)
+                stats["grad_norm"] = optax.tree.norm(grads)
                 return (optax.apply_updates(params, updates), opt_state), stats
 
             return jax.lax.scan(minibatch, (params, opt_state), mbs)

@@ -283,17 +283,19 @@ def _nanmean(v: np.ndarray) -> np.ndarray:
 
 
 def _check_finite(metrics: dict, chunk: int, p: Plan, run_dir: Path) -> None:
-    for name, values in metrics.items():
-        if not (name.startswith("loss/") or name == "grad_norm"):
-            continue
+    watched = sorted(k for k in metrics if k.startswith("loss/")) + [k for k in metrics if k == "grad_norm"]
+    for name in watched:
+        values = metrics[name]
         bad = ~np.isfinite(values)
         if bad.any():
             seed, update = map(int, np.argwhere(bad)[0])
             at = chunk * p.updates_per_chunk + update
             raise TrainingError(
                 f"{name} became {values[seed, update]} in seed {seed} at update {at} "
-                f"(chunk {chunk}, env step ~{at * p.trainer.steps_per_update}); the last good checkpoint "
-                f"is in {run_dir / 'checkpoints'}. Try a lower algo.lr or check the environment's rewards."
+                f"(chunk {chunk}, env step ~{at * p.trainer.steps_per_update}); "
+                + (f"the last good checkpoint is in {run_dir / 'checkpoints'}. "
+                   if checkpoint.list_checkpoints(run_dir / "checkpoints") else "no checkpoint was written yet. ")
+                + "Try a lower algo.lr or check the environment's rewards."
             )
 
 

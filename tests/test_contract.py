@@ -1,0 +1,33 @@
+"""The shared contract suite, applied to every registered environment (with its
+defaults and with a few non-default settings), so new environments get it free."""
+
+import pytest
+
+import coplay
+from coplay.core.registry import ENVS
+from coplay.testing import check_env
+from coplay.wrappers import AgentID, AutoReset, EpisodeStats
+
+VARIANTS = [(name, {}) for name in ENVS.names()] + [
+    ("spread", {"n_agents": 4}),
+    ("spread", {"continuous_actions": True}),
+    ("foraging", {"force_coop": True, "n_agents": 3, "sight": 2}),
+    ("matrix", {"game": "penalty"}),
+    ("matrix", {"game": "prisoners_dilemma"}),
+    ("matrix", {"game": "stag_hunt"}),
+    ("matrix", {"game": "rps"}),
+]
+
+
+@pytest.mark.parametrize("name, kwargs", VARIANTS, ids=[f"{n}-{k}" if k else n for n, k in VARIANTS])
+def test_contract(name, kwargs):
+    check_env(coplay.make(name, **kwargs))
+
+
+@pytest.mark.parametrize("name", ENVS.names())
+def test_contract_through_wrappers(name):
+    env = coplay.make(name)
+    if env.spec.obs_space.shape and len(env.spec.obs_space.shape) == 1:
+        env = AgentID(env)
+    check_env(EpisodeStats(env))
+    check_env(AutoReset(env), steps=10)
