@@ -55,15 +55,22 @@ def check_timestep(env: Env, ts: TimeStep, where: str) -> None:
         assert hasattr(v, "shape"), f"{where}: info[{k!r}] is not an array"
 
 
-def _rollout(env: Env, key: jax.Array, steps: int):
-    k_reset, k_run = jax.random.split(key)
-    state, ts = env.reset(k_reset)
-    out = [ts]
-    for k in jax.random.split(k_run, steps):
-        k_act, k_step = jax.random.split(k)
-        state, ts = env.step(state, random_actions(env, ts, k_act), k_step)
-        out.append(ts)
-    return state, out
+def _rollout(env: Env, steps: int):
+    """A compiled random-action rollout: key -> (final carry, TimeSteps [steps, ...])."""
+
+    def run(key):
+        k_reset, k_run = jax.random.split(key)
+        state, ts = env.reset(k_reset)
+
+        def body(c, k):
+            state, ts = c
+            k_act, k_step = jax.random.split(k)
+            state, ts = env.step(state, random_actions(env, ts, k_act), k_step)
+            return (state, ts), ts
+
+        return jax.lax.scan(body, (state, ts), jax.random.split(k_run, steps))
+
+    return jax.jit(run)
 
 
 def _assert_trees_close(a, b, what: str) -> None:
@@ -80,15 +87,17 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None) -> None:
     steps = steps or min(spec.max_steps + 5, 60)
     key = jax.random.PRNGKey(seed)
 
-    # shapes, dtypes and masks, eagerly
-    state, ts = env.reset(key)
+    # shapes, dtypes and masks, step by step (compiled: eager is compared with jit below)
+    reset_j, step_j = jax.jit(env.reset), jax.jit(env.step)
+    act_j = jax.jit(lambda ts, k: random_actions(env, ts, k))
+    state, ts = reset_j(key)
     check_timestep(env, ts, "reset")
     info_struct = jax.tree.structure(ts.info)
     info_shapes = [x.shape for x in jax.tree.leaves(ts.info)]
     state_struct = jax.tree.structure(state)
-    for i, k in enumerate(jax.random.split(jax.random.PRNGKey(seed + 1), min(steps, 12))):
+    for i, k in enumerate(jax.random.split(jax.random.PRNGKey(seed + 1), steps)):
         k_act, k_step = jax.random.split(k)
-        state, ts = env.step(state, random_actions(env, ts, k_act), k_step)
+        state, ts = step_j(state, act_j(ts, k_act), k_step)
         check_timestep(env, ts, f"step {i}")
         assert jax.tree.structure(ts.info) == info_struct, f"step {i}: info keys change between steps"
         assert [x.shape for x in jax.tree.leaves(ts.info)] == info_shapes, f"step {i}: info shapes change"
@@ -106,31 +115,31 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None) -> None:
         raise AssertionError("actions of the wrong shape were accepted")
 
     # determinism for a key
-    s1, r1 = _rollout(env, key, 8)
-    s2, r2 = _rollout(env, key, 8)
+    roll = _rollout(env, 8)
+    s1, r1 = roll(key)
+    s2, r2 = roll(jnp.array(key))  # a fresh buffer: nothing carried over but the key's value
     _assert_trees_close((s1, r1), (s2, r2), "same key gave different results")
 
     # jit equals eager
-    reset_j, step_j = jax.jit(env.reset), jax.jit(env.step)
     state_e, ts_e = env.reset(key)
     state_j, ts_j = reset_j(key)
     _assert_trees_close((state_e, ts_e), (state_j, ts_j), "jit(reset) differs from reset")
-    for k in jax.random.split(key, 5):
-        a = random_actions(env, ts_e, k)
+    for k in jax.random.split(key, 2):
+        a = act_j(ts_e, k)
         state_e, ts_e = env.step(state_e, a, k)
         state_j, ts_j = step_j(state_j, a, k)
         _assert_trees_close((state_e, ts_e), (state_j, ts_j), "jit(step) differs from step")
 
-    # vmap equals one-by-one
+    # vmap equals one-by-one (both compiled; jit was compared with eager above)
     keys = jax.random.split(key, 3)
-    vs, vts = jax.vmap(env.reset)(keys)
+    vs, vts = jax.jit(jax.vmap(env.reset))(keys)
     for i in range(3):
-        si, tsi = env.reset(keys[i])
+        si, tsi = reset_j(keys[i])
         _assert_trees_close(jax.tree.map(lambda x: x[i], (vs, vts)), (si, tsi), "vmap(reset) differs")
-    acts = jax.vmap(lambda t, k: random_actions(env, t, k))(vts, keys)
-    vs2, vts2 = jax.vmap(env.step)(vs, acts, keys)
+    acts = jax.vmap(act_j)(vts, keys)
+    vs2, vts2 = jax.jit(jax.vmap(env.step))(vs, acts, keys)
     for i in range(3):
-        si, tsi = env.step(jax.tree.map(lambda x: x[i], vs), acts[i], keys[i])
+        si, tsi = step_j(jax.tree.map(lambda x: x[i], vs), acts[i], keys[i])
         _assert_trees_close(jax.tree.map(lambda x: x[i], (vs2, vts2)), (si, tsi), "vmap(step) differs")
 
     # auto-reset inside a compiled scan: episodes end by max_steps and restart
