@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
+from _common import ROOT, cores, cpu_model, write_section
 N_AGENTS = 3
 
 
@@ -161,12 +160,7 @@ CASES = {"coplay": coplay_case, "jaxmarl": jaxmarl_case, "vmas": vmas_case, "pet
 def machine() -> dict:
     import platform
 
-    info = {"cores": __import__("os").cpu_count(), "python": platform.python_version()}
-    try:
-        info["cpu"] = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                           if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    info = {"cores": cores(), "python": platform.python_version(), "cpu": cpu_model()}
     for mod in ("jax", "torch", "jaxmarl", "vmas", "pettingzoo", "mpe2"):
         try:
             from importlib.metadata import version
@@ -175,18 +169,6 @@ def machine() -> dict:
         except Exception:  # noqa: BLE001 - not installed
             pass
     return info
-
-
-def write_section(text: str) -> None:
-    path = ROOT / "BENCHMARKS.md"
-    start, end = "<!-- env_throughput:start -->", "<!-- env_throughput:end -->"
-    body = path.read_text() if path.exists() else "# coplay benchmarks\n"
-    block = f"{start}\n{text.rstrip()}\n{end}"
-    if start in body and end in body:
-        body = body[: body.index(start)] + block + body[body.index(end) + len(end):]
-    else:
-        body = body.rstrip() + "\n\n" + block + "\n"
-    path.write_text(body)
 
 
 def fmt(x: float | None) -> str:
@@ -248,7 +230,7 @@ def main() -> None:
     comp = ", ".join(f"{peer} {results[peer][str(w)]['compile_s']:.1f}s@{w}" for peer in ("coplay", "jaxmarl")
                      for w in widths if str(w) in results.get(peer, {}))
     lines += ["", f"Compile times (first call): {comp}."]
-    write_section("\n".join(lines))
+    write_section("env_throughput", "\n".join(lines))
 
 
 if __name__ == "__main__":

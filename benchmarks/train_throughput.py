@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -26,7 +26,9 @@ from coplay.experiment.config import parse_overrides
 from coplay.experiment.runner import chunk_function, evaluation_function, eval_keys, init_state, plan
 from coplay.eval.stats import summarize
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, cores, cpu_model, write_section  # noqa: E402
+
 
 # JaxMARL reference figures measured on this 2-core machine (issue #2), for the ratio column.
 JAXMARL_IPPO_1M_SECONDS = 20.0
@@ -72,27 +74,7 @@ def timed_run(overrides: list[str]) -> dict:
 
 
 def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores, {cpu}, JAX {jax.__version__}, {platform.python_version()}"
-
-
-def write_section(name: str, text: str) -> None:
-    path = ROOT / "BENCHMARKS.md"
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    body = path.read_text() if path.exists() else "# coplay benchmarks\n"
-    block = f"{start}\n{text.rstrip()}\n{end}"
-    if start in body and end in body:
-        body = body[: body.index(start)] + block + body[body.index(end) + len(end):]
-    else:
-        body = body.rstrip() + "\n\n" + block + "\n"
-    path.write_text(body)
+    return f"{cores()} cores, {cpu_model()}, JAX {jax.__version__}, Python {platform.python_version()}"
 
 
 BUDGET_CONFIGS = {
