@@ -14,7 +14,6 @@ implementations, so returns stay comparable with theirs.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -298,7 +297,3 @@ class Trainer:
 
 def make_trainer(config: Config, env: Env, num_updates: int) -> Trainer:
     return Trainer(config, env, num_updates)
-
-
-def config_for(**overrides: Any) -> Config:
-    return dataclasses.replace(Config(), **overrides)

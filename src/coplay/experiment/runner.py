@@ -225,17 +225,14 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
                     per_seed.update({f"eval/{k}": v.mean(-1) for k, v in results.items() if k != "finished"})
                     write_marl_eval(run_dir, exp.env, _task_name(exp), exp.algo, evals)
                 log.write(chunk, env_steps, per_seed, time.time() - t_start)
-                if last or (chunk + 1) % exp.run.checkpoint_every == 0 or interrupt.requested:
+                stopping = not last and (interrupt.requested or (
+                    stop_after_chunks is not None and chunk + 1 - start_chunk >= stop_after_chunks))
+                if last or stopping or (chunk + 1) % exp.run.checkpoint_every == 0:
                     checkpoint.save(ckpt_dir, chunk, state, {"chunk": chunk, "env_steps": env_steps,
                                                              "config": _config_key(exp)},
                                     keep=exp.run.keep_checkpoints)
                 _advance(bar, p, per_seed, time.time() - t0)
-                if interrupt.requested or (stop_after_chunks is not None and chunk + 1 - start_chunk >= stop_after_chunks
-                                           and not last):
-                    if (chunk + 1) % exp.run.checkpoint_every:
-                        checkpoint.save(ckpt_dir, chunk, state, {"chunk": chunk, "env_steps": env_steps,
-                                                                 "config": _config_key(exp)},
-                                        keep=exp.run.keep_checkpoints)
+                if stopping:
                     interrupted = True
                     break
     finally:
