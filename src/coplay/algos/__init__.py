@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
-from coplay.algos import ippo, mappo
+from coplay.algos import ippo, iql, mappo, qmix, vdn
 from coplay.core.errors import unknown_name
 
 
@@ -14,6 +14,7 @@ class AlgoEntry:
     name: str
     module: ModuleType
     description: str
+    continuous_actions: bool = False
 
     @property
     def Config(self) -> type:  # noqa: N802 - the module's Config class
@@ -21,8 +22,13 @@ class AlgoEntry:
 
 
 ALGOS: dict[str, AlgoEntry] = {
-    "mappo": AlgoEntry("mappo", mappo, "multi-agent PPO with a centralised critic on global_state"),
-    "ippo": AlgoEntry("ippo", ippo, "independent PPO: each agent's critic sees its own observation"),
+    "mappo": AlgoEntry("mappo", mappo, "multi-agent PPO with a centralised critic on global_state",
+                       continuous_actions=True),
+    "ippo": AlgoEntry("ippo", ippo, "independent PPO: each agent's critic sees its own observation",
+                       continuous_actions=True),
+    "iql": AlgoEntry("iql", iql, "independent Q-learning: each agent learns its own Q from its own reward"),
+    "vdn": AlgoEntry("vdn", vdn, "value decomposition: the team's Q is the sum of the agents' Q"),
+    "qmix": AlgoEntry("qmix", qmix, "monotonic mixing of the agents' Q by hypernetworks on the global state"),
 }
 
 

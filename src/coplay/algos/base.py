@@ -1,6 +1,7 @@
 """What every algorithm provides to the experiment layer.
 
-An algorithm module defines a `Config` dataclass and `make_trainer(config, env,
+An algorithm module defines a `Config` dataclass, `steps_per_update(config)`
+(environment steps per seed in one update) and `make_trainer(config, env,
 num_updates) -> Trainer`. The trainer's `init(key)` builds one seed's
 `TrainState` (never under `vmap`: see `coplay.nets.init`), and `update(state)`
 is one pure, compiled iteration (collect experience, learn) returning the new
@@ -26,6 +27,9 @@ from typing import Any, Protocol
 import jax
 
 from coplay.core.env import Env
+from coplay.core.errors import ConfigError
+from coplay.core.spaces import Box, Discrete
+from coplay.core.types import EnvSpec
 
 
 @dataclass(frozen=True)
@@ -43,3 +47,21 @@ class Trainer(Protocol):
     def update(self, state: Any) -> tuple[Any, dict[str, jax.Array]]: ...
     def policy(self) -> Policy: ...
     def policy_params(self, state: Any) -> Any: ...
+
+
+def check_env_support(spec: EnvSpec, algo: str, *, continuous: bool) -> None:
+    """Refuse an environment the algorithm cannot train on, naming the ones that can."""
+    if not isinstance(spec.action_space, (Discrete, Box)):
+        raise ConfigError(f"environment {spec.name!r} has actions {spec.action_space}; {algo!r} trains on "
+                          "Discrete or Box actions only")
+    if not continuous and not spec.discrete_actions:
+        from coplay.algos import ALGOS  # the registry imports the algorithm modules
+
+        able = sorted(name for name, entry in ALGOS.items() if entry.continuous_actions)
+        raise ConfigError(
+            f"algorithm {algo!r} needs discrete actions, but environment {spec.name!r} has continuous actions "
+            f"({spec.action_space}); algorithms that support continuous actions: {', '.join(able) or 'none'}")
+    if spec.reward_dim != 1:
+        raise ConfigError(
+            f"environment {spec.name!r} has {spec.reward_dim} objectives; {algo!r} needs a scalar reward: "
+            "scalarise it first (env reward weights) or use a multi-objective algorithm")

@@ -19,5 +19,8 @@ class Config(mappo.Config):
                         choices=("local", "global"))
 
 
+steps_per_update = mappo.steps_per_update
+
+
 def make_trainer(config: Config, env: Env, num_updates: int) -> mappo.Trainer:
-    return mappo.Trainer(config, env, num_updates)
+    return mappo.Trainer(config, env, num_updates, name="ippo")

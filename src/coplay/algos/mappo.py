@@ -4,8 +4,10 @@ Each agent acts from its own observation; the critic scores each agent from
 the environment's `global_state` plus the agent's one-hot id. Setting
 `critic="local"` gives IPPO (de Witt et al., 2020), which `coplay.algos.ippo`
 does. Feed-forward or recurrent (GRU) networks, one network shared by all
-agents or one per agent. Inactive agents (the `active` mask) contribute nothing
-to the loss; illegal actions (the `action_mask`) are never sampled.
+agents or one per agent. Discrete actions (a categorical that never samples an
+illegal action of the `action_mask`) or continuous ones (a diagonal Gaussian;
+the environment clips to its bounds). Inactive agents (the `active` mask)
+contribute nothing to the loss.
 
 Truncated episodes are treated like terminated ones when computing advantages
 (no bootstrap through the time limit), as in the reference MAPPO and JaxMARL
@@ -17,13 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import struct
 
-from coplay.algos.base import Policy
+from coplay.algos.base import Policy, check_env_support
 from coplay.algos.common.advantages import gae
 from coplay.algos.common.metrics import episode_metrics
 from coplay.algos.common.minibatch import shuffle_split
@@ -33,8 +35,8 @@ from coplay.core.config import check, param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.types import TimeStep
-from coplay.nets import ACTIVATIONS, MLP, ActorHead, ResetGRU, ValueHead, distributions, init_stacked
-from coplay.nets.mlp import dense
+from coplay.nets import ACTIVATIONS, distributions, init_stacked
+from coplay.nets.agent import AgentNet, apply_agents
 from coplay.wrappers import AgentID, AutoReset, EpisodeStats
 
 
@@ -65,41 +67,6 @@ class Config:
     greedy_eval: bool = param(False, "evaluate with the most likely action instead of sampling")
 
 
-class Net(nn.Module):
-    """Actor (out=num_actions logits) or critic (out=0: a value). Feed-forward, or
-    with a GRU after the first layer. carry: [B, H]; x: [B, D]; reset: [B]."""
-
-    out: int
-    hidden_size: int
-    num_layers: int
-    activation: str
-    recurrent: bool
-
-    @nn.compact
-    def __call__(self, carry: jax.Array, x: jax.Array, reset: jax.Array):
-        if self.recurrent:
-            x = ACTIVATIONS[self.activation](dense(self.hidden_size)(x))
-            carry, x = ResetGRU(self.hidden_size)(carry, x, reset)
-            x = MLP((self.hidden_size,) * (self.num_layers - 1), self.activation)(x)
-        else:
-            x = MLP((self.hidden_size,) * self.num_layers, self.activation)(x)
-        y = ActorHead(self.out)(x) if self.out else ValueHead()(x)
-        return carry, y
-
-
-def apply_agents(net: Net, params: Any, carry: jax.Array, x: jax.Array, reset: jax.Array, shared: bool):
-    """Run `net` for every agent. x: [B, N, D]; carry: [B, N, H]; reset: [B].
-    Shared parameters fold agents into the batch; separate ones (leading axis N) are vmapped."""
-    b, n = x.shape[:2]
-    reset = jnp.broadcast_to(reset[:, None], (b, n))
-    if shared:
-        fold = lambda a: a.reshape(b * n, *a.shape[2:])  # noqa: E731
-        carry, y = net.apply(params, fold(carry), fold(x), fold(reset))
-        unfold = lambda a: a.reshape(b, n, *a.shape[1:])  # noqa: E731
-        return unfold(carry), unfold(y)
-    return jax.vmap(net.apply, in_axes=(0, 1, 1, 1), out_axes=1)(params, carry, x, reset)
-
-
 @struct.dataclass
 class TrainState:
     params: dict
@@ -114,15 +81,10 @@ class TrainState:
 class Trainer:
     """MAPPO/IPPO for one seed. `update` is pure; the experiment layer vmaps it over seeds."""
 
-    def __init__(self, config: Config, env: Env, num_updates: int):
+    def __init__(self, config: Config, env: Env, num_updates: int, name: str = "mappo"):
         check(config, "algo.")
         spec = env.spec
-        if not spec.discrete_actions:
-            raise ConfigError(f"{type(self).__module__}: environment {spec.name!r} has continuous actions "
-                              f"({spec.action_space}); this algorithm supports Discrete actions only")
-        if spec.reward_dim != 1:
-            raise ConfigError(f"environment {spec.name!r} has {spec.reward_dim} objectives; PPO needs a scalar "
-                              "reward: scalarise it first (env reward weights) or use a multi-objective algorithm")
+        check_env_support(spec, name, continuous=True)
         batch = config.num_envs if config.recurrent else config.num_envs * config.rollout_len
         unit = "num_envs" if config.recurrent else "num_envs * rollout_len"
         if batch % config.minibatches:
@@ -135,8 +97,11 @@ class Trainer:
         self.steps_per_update = config.num_envs * config.rollout_len
         self.num_updates = num_updates
         c = config
-        self.actor = Net(spec.num_actions, c.hidden_size, c.num_layers, c.activation, c.recurrent)
-        self.critic = Net(0, c.hidden_size, c.num_layers, c.activation, c.recurrent)
+        self.dist = (distributions.Categorical() if spec.discrete_actions
+                     else distributions.DiagGaussian(int(np.prod(spec.action_shape))))
+        self.actor = AgentNet(self.dist.outputs(spec.num_actions), c.hidden_size, c.num_layers, c.activation,
+                              c.recurrent)
+        self.critic = AgentNet(0, c.hidden_size, c.num_layers, c.activation, c.recurrent)
         self.carry_size = c.hidden_size if c.recurrent else 0
         steps = num_updates * c.epochs * c.minibatches
         lr = optax.linear_schedule(c.lr, 0.0, max(steps, 1)) if c.anneal_lr else c.lr
@@ -188,10 +153,10 @@ class Trainer:
         a_carry, c_carry = carry
         shared = self.config.share_params
         a_carry, logits = apply_agents(self.actor, params["actor"], a_carry, ts.obs, ts.done, shared)
-        logits = distributions.masked_logits(logits, ts.action_mask)
-        action = distributions.sample(key, logits)
+        logits = self.dist.prepare(logits, ts.action_mask)
+        action = self.dist.sample(key, logits)
         c_carry, value = apply_agents(self.critic, params["critic"], c_carry, self.critic_input(ts), ts.done, shared)
-        extras = {"logp": distributions.log_prob(logits, action), "value": value}
+        extras = {"logp": self.dist.log_prob(logits, action), "value": value}
         return (a_carry, c_carry), action, extras
 
     def policy(self) -> Policy:
@@ -199,8 +164,8 @@ class Trainer:
 
         def act(params, obs, mask, key, carry, reset):
             carry, logits = apply_agents(self.actor, params, carry, obs, reset, self.config.share_params)
-            logits = distributions.masked_logits(logits, mask)
-            action = jnp.argmax(logits, -1).astype(jnp.int32) if greedy else distributions.sample(key, logits)
+            logits = self.dist.prepare(logits, mask)
+            action = self.dist.mode(logits) if greedy else self.dist.sample(key, logits)
             return action, carry
 
         return Policy(act=act, initial_carry=self.initial_carry, env=self.env)
@@ -232,13 +197,13 @@ class Trainer:
     def _loss(self, params, mb: dict):
         c = self.config
         logits, values = self._forward(params, mb)
-        logits = distributions.masked_logits(logits, mb["action_mask"])
-        logp = distributions.log_prob(logits, mb["action"])
+        logits = self.dist.prepare(logits, mb["action_mask"])
+        logp = self.dist.log_prob(logits, mb["action"])
         weight = mb["active"]
         adv = normalize(mb["adv"], weight) if c.normalize_advantages else mb["adv"]
         pg_loss, stats = clipped_surrogate(logp, mb["logp"], adv, c.clip_eps, weight)
         v_loss = clipped_value_loss(values, mb["value"], mb["target"], c.clip_eps if c.clip_value else None, weight)
-        ent = masked_mean(distributions.entropy(logits), weight)
+        ent = masked_mean(self.dist.entropy(logits), weight)
         total = pg_loss + c.vf_coef * v_loss - c.ent_coef * ent
         return total, {"loss/policy": pg_loss, "loss/value": v_loss, "loss/entropy": ent,
                        "loss/approx_kl": stats["approx_kl"], "loss/clip_frac": stats["clip_frac"]}
@@ -293,6 +258,10 @@ class Trainer:
         if self.config.recurrent:
             return data
         return {k: v.reshape(-1, *v.shape[2:]) for k, v in data.items() if k != "reset"}
+
+
+def steps_per_update(config: Config) -> int:
+    return config.num_envs * config.rollout_len
 
 
 def make_trainer(config: Config, env: Env, num_updates: int) -> Trainer:

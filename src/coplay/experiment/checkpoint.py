@@ -1,5 +1,7 @@
 """Checkpoints in a safe format (msgpack via flax.serialization: no pickle, no
-code runs on load), written atomically: the bytes go to a temporary file in the
+code runs on load). The state is stored leaf by leaf under its pytree path, so
+any pytree (flax or chex dataclasses, replay-buffer states, dicts) round-trips
+into the structure of a template. Files are written atomically: the bytes go to a temporary file in the
 same directory, are flushed to disk, and only then renamed over the final name,
 so a crash or interrupt leaves either the old checkpoint or the new one, never a
 torn file. Each checkpoint carries the hash of the config that produced it."""
@@ -50,7 +52,9 @@ def save(directory: Path, chunk: int, state: Any, meta: dict, keep: int = 2) -> 
     """Write `state` (any pytree of arrays) as checkpoint number `chunk`; keep the newest `keep`."""
     directory = Path(directory)
     host = jax.device_get(state)
-    payload = {"meta": json.dumps(meta, sort_keys=True), "state": serialization.to_state_dict(host)}
+    leaves = {jax.tree_util.keystr(path): np.asarray(leaf)
+              for path, leaf in jax.tree_util.tree_flatten_with_path(host)[0]}
+    payload = {"meta": json.dumps(meta, sort_keys=True), "state": leaves}
     path = directory / f"ckpt_{chunk:08d}.msgpack"
     atomic_write(path, serialization.msgpack_serialize(payload))
     for old in list_checkpoints(directory)[:-keep] if keep > 0 else []:
@@ -71,16 +75,26 @@ def load(path: Path, target: Any) -> tuple[Any, dict]:
     try:
         payload = serialization.msgpack_restore(path.read_bytes())
         meta = json.loads(payload["meta"])
-        state = serialization.from_state_dict(target, payload["state"])
+        stored = payload["state"]
     except Exception as e:  # noqa: BLE001 - any decoding failure means an unusable file
         raise CheckpointError(f"checkpoint {path} cannot be read: {e}") from e
-    for want, got in zip(jax.tree.leaves(target), jax.tree.leaves(state)):
+    paths, treedef = jax.tree_util.tree_flatten_with_path(target)
+    leaves = []
+    for key_path, want in paths:
+        name = jax.tree_util.keystr(key_path)
+        if not isinstance(stored, dict) or name not in stored:
+            raise CheckpointError(f"checkpoint {path} has no entry {name}: it was written by a different config")
+        got = stored[name]
         if np.shape(want) != np.shape(got):
             raise CheckpointError(
-                f"checkpoint {path} holds arrays of shape {np.shape(got)} where the config expects "
+                f"checkpoint {path} holds {name} of shape {np.shape(got)} where the config expects "
                 f"{np.shape(want)}: it was written by a different config"
             )
-    return state, meta
+        leaves.append(np.asarray(got, dtype=np.asarray(want).dtype))
+    if len(stored) != len(paths):
+        raise CheckpointError(f"checkpoint {path} holds {len(stored)} arrays where the config expects "
+                              f"{len(paths)}: it was written by a different config")
+    return jax.tree_util.tree_unflatten(treedef, leaves), meta
 
 
 def latest(directory: Path, target: Any) -> tuple[Any, dict, Path]:

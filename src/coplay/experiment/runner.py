@@ -67,9 +67,7 @@ def plan(exp: Experiment) -> Plan:
     env = ENVS.make(exp.env, **exp.env_config)
     run = exp.run
     entry = get_algo(exp.algo)
-    # steps_per_update is known before the trainer exists only through the config
-    probe = entry.module.make_trainer(exp.algo_config, env, num_updates=1)
-    per_update = probe.steps_per_update
+    per_update = entry.module.steps_per_update(exp.algo_config)
     if run.total_steps < per_update:
         raise ConfigError(f"total_steps={run.total_steps} is smaller than one update "
                           f"({per_update} environment steps per seed); raise total_steps")

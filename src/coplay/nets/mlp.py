@@ -34,13 +34,15 @@ class MLP(nn.Module):
 
 
 class ActorHead(nn.Module):
-    """Logits over actions; small initial scale so the first policy is near uniform."""
+    """Logits, Q-values or means over actions. The default small initial scale
+    makes a first policy near uniform."""
 
     num_actions: int
+    scale: float = 0.01
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        return dense(self.num_actions, 0.01)(x)
+        return dense(self.num_actions, self.scale)(x)
 
 
 class ValueHead(nn.Module):

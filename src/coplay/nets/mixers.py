@@ -1,0 +1,38 @@
+"""Mixing networks: combine the agents' chosen Q-values into a team value."""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+
+class MonotonicMixer(nn.Module):
+    """QMIX's mixer (Rashid et al., 2018): Q_tot = f(q_1..q_N; s) with
+    dQ_tot/dq_i >= 0, so each agent's greedy action is the team's greedy action.
+    Hypernetworks read the global state and emit the mixing weights, made
+    non-negative by an absolute value; the biases and the final state value are
+    unconstrained.
+
+    q: [B, N] chosen Q-values (zero for inactive agents); state: [B, S] -> [B]."""
+
+    embed_dim: int = 32
+    hypernet_hidden: int = 64
+    init_scale: float = 0.01  # small first mixing weights: Q_tot starts near V(s), the agents' Q near 0 weight
+
+    @nn.compact
+    def __call__(self, q: jax.Array, state: jax.Array) -> jax.Array:
+        b, n = q.shape
+        e = self.embed_dim
+
+        def hyper(out: int, name: str) -> nn.Module:
+            small = nn.initializers.variance_scaling(self.init_scale, "fan_in", "truncated_normal")
+            return nn.Sequential([nn.Dense(self.hypernet_hidden), nn.relu, nn.Dense(out, kernel_init=small)],
+                                 name=name)
+
+        w1 = jnp.abs(hyper(n * e, "hyper_w1")(state)).reshape(b, n, e)
+        b1 = nn.Dense(e, name="hyper_b1")(state)
+        hidden = nn.elu(jnp.einsum("bn,bne->be", q, w1) + b1)
+        w2 = jnp.abs(hyper(e, "hyper_w2")(state))
+        value = nn.Sequential([nn.Dense(e), nn.relu, nn.Dense(1)], name="hyper_value")(state)[:, 0]
+        return jnp.sum(hidden * w2, axis=-1) + value

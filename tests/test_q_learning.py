@@ -1,0 +1,159 @@
+"""The Q family's machinery: targets, double Q, masks, exploration, mixing, replay."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import coplay
+from coplay.algos.common import q_learning as ql
+from coplay.core.errors import ConfigError
+from coplay.nets.mixers import MonotonicMixer
+
+
+def _reference_n_step(reward, done, next_value, gamma, n):
+    """A plain loop over the definition."""
+    t_len = next_value.shape[0]
+    out = np.zeros_like(next_value)
+    for t in range(t_len):
+        total, discount = np.zeros_like(next_value[t]), 1.0
+        alive = np.ones_like(next_value[t])
+        for k in range(n):
+            total += discount * alive * reward[t + k]
+            alive = alive * (1.0 - done[t + k])[..., None] if reward.ndim > done.ndim else alive * (1.0 - done[t + k])
+            discount *= gamma
+        out[t] = total + discount * alive * next_value[t]
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize("per_agent", [False, True])
+def test_n_step_targets_match_definition(n, per_agent):
+    rng = np.random.default_rng(n)
+    t_len, b, agents = 4, 5, 3
+    shape = (t_len + n, b, agents) if per_agent else (t_len + n, b)
+    reward = rng.normal(size=shape).astype(np.float32)
+    done = rng.random((t_len + n, b)) < 0.3
+    next_value = rng.normal(size=(t_len,) + shape[1:]).astype(np.float32)
+    got = ql.n_step_targets(jnp.asarray(reward), jnp.asarray(done), jnp.asarray(next_value), 0.9, n)
+    want = _reference_n_step(reward, done.astype(np.float32), next_value, 0.9, n)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+
+
+def test_episode_end_stops_reward_and_bootstrap():
+    reward = jnp.array([[1.0], [2.0], [4.0]])
+    done = jnp.array([[False], [True], [False]])
+    # from t=0 with n=3: r0 + g r1, the episode ended at t=1, nothing after it counts
+    got = ql.n_step_targets(reward, done, jnp.array([[100.0]]), 0.5, 3)
+    assert float(got[0, 0]) == pytest.approx(1.0 + 0.5 * 2.0)
+
+
+def test_bootstrap_never_uses_an_illegal_action():
+    q_online = jnp.array([[5.0, 1.0, 9.0]])
+    q_target = jnp.array([[2.0, 3.0, 50.0]])
+    mask = jnp.array([[True, True, False]])
+    # double Q: the online argmax among legal actions is 0, valued by the target network
+    assert float(ql.bootstrap_value(q_online, q_target, mask, double=True)[0]) == 2.0
+    # plain: the target network's best legal value
+    assert float(ql.bootstrap_value(q_online, q_target, mask, double=False)[0]) == 3.0
+
+
+def test_epsilon_greedy_respects_masks():
+    key = jax.random.PRNGKey(0)
+    q = jnp.tile(jnp.array([0.0, 10.0, 1.0, 2.0]), (2000, 1))
+    mask = jnp.tile(jnp.array([True, False, True, True]), (2000, 1))
+    greedy = ql.epsilon_greedy(key, q, mask, 0.0)
+    assert np.all(np.asarray(greedy) == 3)
+    explore = np.asarray(ql.epsilon_greedy(key, q, mask, 1.0))
+    assert not np.any(explore == 1)
+    counts = np.bincount(explore, minlength=4)
+    assert np.all(counts[[0, 2, 3]] > 550)  # about 667 each when uniform over the legal three
+
+
+def test_target_update_hard_and_polyak():
+    online, target = {"w": jnp.array(4.0)}, {"w": jnp.array(0.0)}
+    assert float(ql.update_target(online, target, jnp.array(3), 4, 1.0)["w"]) == 0.0  # not due
+    assert float(ql.update_target(online, target, jnp.array(8), 4, 1.0)["w"]) == 4.0  # hard copy
+    assert float(ql.update_target(online, target, jnp.array(8), 4, 0.25)["w"]) == 1.0  # Polyak
+
+
+def test_epsilon_schedule():
+    schedule = ql.epsilon_schedule(1.0, 0.1, 100)
+    assert float(schedule(0)) == 1.0
+    assert float(schedule(50)) == pytest.approx(0.55)
+    assert float(schedule(1000)) == pytest.approx(0.1)
+
+
+def test_mixer_is_monotonic_in_every_agent():
+    mixer = MonotonicMixer(embed_dim=8, hypernet_hidden=16, init_scale=1.0)
+    key = jax.random.PRNGKey(1)
+    state = jax.random.normal(key, (64, 6))
+    q = jax.random.normal(jax.random.PRNGKey(2), (64, 3)) * 5
+    params = mixer.init(key, q, state)
+    grads = jax.grad(lambda q: mixer.apply(params, q, state).sum())(q)
+    assert np.all(np.asarray(grads) >= 0)
+    assert np.any(np.asarray(grads) > 0)
+
+
+SMALL_Q = ["env=matrix", "env.game=climbing", "env.rounds=1", "total_steps=640", "chunk_steps=128",
+           "algo.num_envs=8", "algo.rollout_len=4", "algo.learning_starts=64", "algo.batch_size=8",
+           "algo.buffer_size=256", "eval_episodes=4", "progress=false", "tensorboard=false"]
+
+
+def test_nothing_is_learned_before_learning_starts():
+    from coplay.algos import get_algo
+    from coplay.core.registry import ENVS
+
+    entry = get_algo("qmix")
+    cfg = entry.Config(num_envs=4, rollout_len=2, learning_starts=24, batch_size=4, buffer_size=64)
+    trainer = entry.module.make_trainer(cfg, ENVS.make("matrix"), num_updates=10)
+    state = trainer.init(jax.random.PRNGKey(0))
+    update = jax.jit(trainer.update)
+    for _ in range(2):  # 16 steps < 24: learning waits
+        new, metrics = update(state)
+        assert float(metrics["learning"]) == 0.0
+        for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(new.params)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        state = new
+    state, _ = update(state)  # 24 steps: the first gradient step is taken
+    new, metrics = update(state)
+    assert float(metrics["learning"]) == 1.0
+    changed = [not np.array_equal(np.asarray(a), np.asarray(b))
+               for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(new.params))]
+    assert all(changed)
+
+
+@pytest.mark.parametrize("algo, extra", [("qmix", ["algo.recurrent=true", "algo.seq_len=2", "algo.burn_in=1",
+                                                     "algo.n_step=2"]),
+                                          ("iql", ["algo.share_params=false", "algo.tau=0.5",
+                                                   "algo.target_interval=2"])])
+def test_resume_with_replay_is_exact(tmp_path, algo, extra):
+    args = SMALL_Q + [f"algo={algo}", "seeds=2", f"out_dir={tmp_path}"] + extra
+    full = coplay.train(args + ["name=full"])
+    part = coplay.train(args + ["name=part"], stop_after_chunks=2)
+    assert part.interrupted
+    resumed = coplay.train(args + ["name=part", f"resume={part.run_dir}"])
+    # the replay buffer is in the state: the resumed run samples exactly what the uninterrupted one did
+    assert int(np.asarray(full.state.buffer.current_index)[0]) > 0
+    for a, b in zip(jax.tree.leaves(full.state), jax.tree.leaves(resumed.state)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert full.summary["final"] == resumed.summary["final"]
+
+
+@pytest.mark.parametrize("algo", ["iql", "vdn", "qmix"])
+def test_continuous_actions_are_refused_with_the_algorithms_that_can(algo, tmp_path):
+    with pytest.raises(ConfigError) as err:
+        coplay.train([f"algo={algo}", "env=spread", "env.continuous_actions=true", f"out_dir={tmp_path}"])
+    message = str(err.value)
+    assert f"'{algo}' needs discrete actions" in message
+    assert "algorithms that support continuous actions: ippo, mappo" in message
+    assert not any(tmp_path.iterdir())  # refused before a run directory exists
+
+
+def test_bad_q_config_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="burn_in"):
+        coplay.train(SMALL_Q + ["algo=iql", "algo.burn_in=2", f"out_dir={tmp_path}"])
+    with pytest.raises(ConfigError, match="learning_starts"):
+        coplay.train(SMALL_Q + ["algo=vdn", "algo.learning_starts=100000", f"out_dir={tmp_path}"])
+    with pytest.raises(ConfigError, match="buffer_size"):
+        coplay.train(SMALL_Q + ["algo=qmix", "algo.buffer_size=8", f"out_dir={tmp_path}"])
