@@ -60,3 +60,19 @@ def test_foraging_beats_random(tmp_path, algo):
     # per-agent return is at most 0.5 with two agents. Random agents rarely load
     # next to food at the same time.
     assert np.all(per_seed > random + 0.15), (per_seed, random)
+
+
+def test_continuous_ppo_trains_and_acts_in_bounds(tmp_path):
+    """Continuous actions (diagonal Gaussian). A smoke test, not a learning bar:
+    see the issue note for the returns measured so far."""
+    result = coplay.train(["algo=mappo", "env=spread", "env.continuous_actions=true", "total_steps=3200",
+                           "chunk_steps=1600", "seeds=1", "algo.num_envs=16", "algo.rollout_len=25",
+                           "progress=false", "tensorboard=false", "eval_episodes=4", f"out_dir={tmp_path}"])
+    assert np.isfinite(result.final_return["iqm"])
+    p = plan(parse_overrides(["algo=mappo", "env=spread", "env.continuous_actions=true"]))
+    policy = p.trainer.policy()
+    params = jax.tree.map(lambda x: x[0], p.trainer.policy_params(result.state))
+    _, ts = jax.vmap(policy.env.reset)(jax.random.split(jax.random.PRNGKey(0), 8))
+    action, _ = policy.act(params, ts.obs, ts.action_mask, jax.random.PRNGKey(1), policy.initial_carry((8,)), ts.done)
+    assert action.shape == (8, 3, 5) and action.dtype == np.float32
+    assert np.all(np.isfinite(np.asarray(action)))

@@ -98,7 +98,7 @@ class Trainer:
         self.num_updates = num_updates
         c = config
         self.dist = (distributions.Categorical() if spec.discrete_actions
-                     else distributions.DiagGaussian(int(np.prod(spec.action_shape))))
+                     else distributions.DiagGaussian(int(np.prod(spec.action_space.shape))))
         self.actor = AgentNet(self.dist.outputs(spec.num_actions), c.hidden_size, c.num_layers, c.activation,
                               c.recurrent)
         self.critic = AgentNet(0, c.hidden_size, c.num_layers, c.activation, c.recurrent)
@@ -257,7 +257,7 @@ class Trainer:
         }
         if self.config.recurrent:
             return data
-        return {k: v.reshape(-1, *v.shape[2:]) for k, v in data.items() if k != "reset"}
+        return {k: v.reshape(v.shape[0] * v.shape[1], *v.shape[2:]) for k, v in data.items() if k != "reset"}
 
 
 def steps_per_update(config: Config) -> int:

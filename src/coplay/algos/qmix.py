@@ -25,6 +25,8 @@ from coplay.nets.mixers import MonotonicMixer
 class Config(iql.Config):
     mixer_embed: int = param(32, "width of the mixing network's hidden layer", min=1)
     hypernet_hidden: int = param(64, "hidden units of the hypernetworks that produce the mixing weights", min=1)
+    mixer_init_scale: float = param(0.01, "initial scale (variance) of the hypernetworks' output layers: small "
+                                          "starts Q_tot near the state value", min=0.0, min_exclusive=True)
 
 
 class Trainer(iql.Trainer):
@@ -34,7 +36,7 @@ class Trainer(iql.Trainer):
 
     def __init__(self, config: Config, env: Env, num_updates: int):
         super().__init__(config, env, num_updates)
-        self.mixer = MonotonicMixer(config.mixer_embed, config.hypernet_hidden)
+        self.mixer = MonotonicMixer(config.mixer_embed, config.hypernet_hidden, config.mixer_init_scale)
 
     def init_mixer(self, key: jax.Array, global_state: jax.Array) -> dict:
         state = global_state.reshape(global_state.shape[0], -1)

@@ -1,0 +1,65 @@
+"""Known results of the Q family, with fixed seeds.
+
+One-shot cooperative matrix games (Claus & Boutilier, 1998): under epsilon-greedy
+exploration, independent learners estimate each action's value against a
+partner who still explores, so a safe action beats the optimal one whenever
+miscoordinating around the optimum is punished (relative overgeneralisation).
+VDN's sum and QMIX's monotonic mixing cannot represent these payoff tables
+either (Rashid et al., 2020; Son et al., 2019), so they end in the same place.
+Without the punishment (penalty k = 0) all three coordinate on an optimum.
+"""
+
+import numpy as np
+import pytest
+
+import coplay
+from test_learning import random_policy_return
+
+MATRIX = ["env=matrix", "env.rounds=1", "seeds=2", "total_steps=8000", "chunk_steps=8000",
+          "algo.learning_starts=1000", "algo.buffer_size=4000", "algo.eps_decay=0.5", "algo.num_envs=8", "algo.rollout_len=4",
+          "eval_episodes=16", "progress=false", "tensorboard=false"]
+
+
+def _final(tmp_path, overrides):
+    result = coplay.train(overrides + [f"out_dir={tmp_path}"])
+    final = result.summary["final"]
+    return np.array(final["return"]["per_seed"]), np.array(final["optimal"]["per_seed"])
+
+
+@pytest.mark.parametrize("algo", ["iql", "vdn", "qmix"])
+def test_climbing_game_ends_in_a_suboptimal_equilibrium(tmp_path, algo):
+    # payoffs [[11, -30, 0], [-30, 7, 6], [0, 0, 5]]: the optimum (11) is surrounded by -30
+    returns, optimal = _final(tmp_path, MATRIX + [f"algo={algo}", "env.game=climbing"])
+    assert np.all(optimal == 0.0), optimal
+    assert np.all(np.isin(returns, [5.0, 6.0, 7.0])), returns  # the safe lower-right block
+
+
+@pytest.mark.parametrize("algo", ["iql", "vdn", "qmix"])
+def test_penalty_game_with_k_minus_100_settles_on_the_safe_action(tmp_path, algo):
+    # payoffs [[k, 0, 10], [0, 2, 0], [10, 0, k]]: the middle action's 2 is safe
+    returns, optimal = _final(tmp_path, MATRIX + [f"algo={algo}", "env.game=penalty", "env.penalty_k=-100"])
+    assert np.all(returns == 2.0) and np.all(optimal == 0.0), (returns, optimal)
+
+
+@pytest.mark.parametrize("algo", ["qmix"])  # IQL and VDN show they learn on foraging below
+def test_penalty_game_without_penalty_is_solved(tmp_path, algo):
+    returns, optimal = _final(tmp_path, MATRIX + [f"algo={algo}", "env.game=penalty", "env.penalty_k=0"])
+    assert np.all(returns == 10.0) and np.all(optimal == 1.0), (returns, optimal)
+
+
+# Two agents, one food that needs both of them (force_coop), 5x5, 25 steps.
+FORAGING_COOP = ["env=foraging", "env.grid_size=5", "env.n_food=1", "env.force_coop=true", "env.max_steps=25",
+                 "algo.n_step=3", "total_steps=250000", "seeds=2", "eval_episodes=64", "eval_every=0",
+                 "progress=false", "tensorboard=false"]
+
+
+# QMIX is not in this list: at this budget one of these two seeds stays near
+# random (0.05), the other reaches the ceiling. See the issue note.
+@pytest.mark.parametrize("algo", ["iql", "vdn"])
+def test_q_family_beats_random_on_cooperative_foraging(tmp_path, algo):
+    random = random_policy_return([f"algo={algo}", *FORAGING_COOP, "algo.eval_epsilon=1.0"])
+    result = coplay.train([f"algo={algo}", *FORAGING_COOP, f"out_dir={tmp_path}"])
+    per_seed = np.array(result.final_return["per_seed"])
+    # At most 0.5 per agent (the food's reward is shared by the two loaders).
+    assert random < 0.05
+    assert np.all(per_seed > random + 0.15), (per_seed, random)
