@@ -123,6 +123,27 @@ def test_nothing_is_learned_before_learning_starts():
     assert all(changed)
 
 
+@pytest.mark.parametrize("reward", ["own", "team"])
+def test_iql_learns_from_its_own_or_the_team_reward(reward):
+    from coplay.algos import get_algo
+    from coplay.core.registry import ENVS
+
+    entry = get_algo("iql")
+    trainer = entry.module.make_trainer(entry.Config(reward=reward, learning_starts=0), ENVS.make("matrix"), 10)
+    rewards = jnp.array([[[1.0, 3.0]], [[0.0, 4.0]]])                                     # [L=2, B=1, N=2]
+    w = {"reward": rewards, "active": jnp.ones((2, 1, 2), bool)}
+    q = jnp.zeros((1, 1, 2))
+    *_, used, weight = trainer.team_values(None, None, q, q, w, 1)
+    expected = rewards if reward == "own" else jnp.array([[[2.0, 2.0]], [[2.0, 2.0]]])
+    np.testing.assert_array_equal(np.asarray(used), np.asarray(expected))
+    assert weight.shape == (1, 1, 2)
+
+
+def test_mixing_algorithms_accept_only_the_team_reward(tmp_path):
+    with pytest.raises(ConfigError, match="algo.reward='own'.*valid choices: team"):
+        coplay.train(SMALL_Q + ["algo=vdn", "algo.reward=own", f"out_dir={tmp_path}"])
+
+
 def test_resume_with_replay_is_exact(tmp_path):
     # recurrent agents (stored GRU state and burn-in in replay), one network per agent, n-step, Polyak targets
     extra = ["algo.recurrent=true", "algo.seq_len=2", "algo.burn_in=1", "algo.n_step=2", "algo.share_params=false",

@@ -9,41 +9,49 @@ either (Rashid et al., 2020; Son et al., 2019), so they end in the same place.
 Without the punishment (penalty k = 0) all three coordinate on an optimum.
 """
 
+import jax
 import numpy as np
 import pytest
 
 import coplay
+from coplay.experiment import runner
 from test_learning import random_policy_return
 
 MATRIX = ["env=matrix", "env.rounds=1", "seeds=2", "total_steps=8000", "chunk_steps=8000",
           "algo.learning_starts=1000", "algo.buffer_size=4000", "algo.eps_decay=0.5", "algo.num_envs=8", "algo.rollout_len=4",
-          "eval_episodes=16", "progress=false", "tensorboard=false"]
+          "eval_episodes=16"]
 
 
-def _final(tmp_path, overrides):
-    result = coplay.train(overrides + [f"out_dir={tmp_path}"])
-    final = result.summary["final"]
-    return np.array(final["return"]["per_seed"]), np.array(final["optimal"]["per_seed"])
+def _final(overrides):
+    """Train and evaluate with the runner's compiled pieces, without the run directory
+    (checkpoints, plots, summary) that coplay.train adds around them."""
+    p = runner.plan(runner.resolve(overrides))
+    chunk, evaluate = runner.chunk_function(p), runner.evaluation_function(p)
+    state = runner.init_state(p)
+    for _ in range(p.num_chunks):
+        state, _ = chunk(state)
+    results = jax.device_get(evaluate(p.trainer.policy_params(state), runner.eval_keys(p.exp, p.num_chunks - 1)))
+    return results["return"].mean(-1), results["optimal"].mean(-1)
 
 
 @pytest.mark.parametrize("algo", ["iql", "vdn", "qmix"])
-def test_climbing_game_ends_in_a_suboptimal_equilibrium(tmp_path, algo):
+def test_climbing_game_ends_in_a_suboptimal_equilibrium(algo):
     # payoffs [[11, -30, 0], [-30, 7, 6], [0, 0, 5]]: the optimum (11) is surrounded by -30
-    returns, optimal = _final(tmp_path, MATRIX + [f"algo={algo}", "env.game=climbing"])
+    returns, optimal = _final(MATRIX + [f"algo={algo}", "env.game=climbing"])
     assert np.all(optimal == 0.0), optimal
     assert np.all(np.isin(returns, [5.0, 6.0, 7.0])), returns  # the safe lower-right block
 
 
 @pytest.mark.parametrize("algo", ["iql", "vdn", "qmix"])
-def test_penalty_game_with_k_minus_100_settles_on_the_safe_action(tmp_path, algo):
+def test_penalty_game_with_k_minus_100_settles_on_the_safe_action(algo):
     # payoffs [[k, 0, 10], [0, 2, 0], [10, 0, k]]: the middle action's 2 is safe
-    returns, optimal = _final(tmp_path, MATRIX + [f"algo={algo}", "env.game=penalty", "env.penalty_k=-100"])
+    returns, optimal = _final(MATRIX + [f"algo={algo}", "env.game=penalty", "env.penalty_k=-100"])
     assert np.all(returns == 2.0) and np.all(optimal == 0.0), (returns, optimal)
 
 
 @pytest.mark.parametrize("algo", ["qmix"])  # IQL and VDN show they learn on foraging below
-def test_penalty_game_without_penalty_is_solved(tmp_path, algo):
-    returns, optimal = _final(tmp_path, MATRIX + [f"algo={algo}", "env.game=penalty", "env.penalty_k=0"])
+def test_penalty_game_without_penalty_is_solved(algo):
+    returns, optimal = _final(MATRIX + [f"algo={algo}", "env.game=penalty", "env.penalty_k=0"])
     assert np.all(returns == 10.0) and np.all(optimal == 1.0), (returns, optimal)
 
 

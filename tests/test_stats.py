@@ -22,3 +22,16 @@ def test_ci_per_point_shapes_and_single_run():
     assert len(est) == 4
     one = iqm_ci(np.array([[3.0, 4.0]]))
     assert [(e.value, e.low, e.high) for e in one] == [(3.0, 3.0, 3.0), (4.0, 4.0, 4.0)]
+
+
+def test_columns_bootstrapped_together_match_separate_calls():
+    # summary.json bootstraps all its metrics in one call (runs are resampled within each
+    # column): each column's interval must be the one it gets alone, up to resampling noise.
+    rng = np.random.default_rng(2)
+    scores = np.stack([rng.normal(size=8), rng.normal(100.0, 10.0, size=8)], axis=1)
+    together = iqm_ci(scores, reps=2000)
+    for i, est in enumerate(together):
+        alone = iqm_ci(scores[:, [i]], reps=2000)[0]
+        width = alone.high - alone.low
+        assert est.value == alone.value
+        assert abs(est.low - alone.low) < 0.1 * width and abs(est.high - alone.high) < 0.1 * width

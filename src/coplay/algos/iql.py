@@ -1,6 +1,7 @@
 """IQL: independent Q-learning (Tan, 1993), with deep Q-networks (Tampuu et al., 2017).
 
-Every agent learns Q(o_i, a_i) from its own observations and its own reward,
+Every agent learns Q(o_i, a_i) from its own observations and its own reward
+(or the team's, `reward=team`, the common-reward setting of PyMARL/EPyMARL),
 treating the other agents as part of the environment. Experience goes into a
 replay buffer inside the TrainState; each update acts epsilon-greedily in
 `num_envs` environments for `rollout_len` steps, writes them to the buffer and
@@ -77,6 +78,9 @@ class Config:
     burn_in: int = param(0, "steps replayed before a recurrent window to warm its state (no loss on them)", min=0)
     share_params: bool = param(True, "one network for all agents (else one per agent)")
     agent_id: bool = param(True, "append a one-hot agent id to observations when sharing parameters")
+    reward: str = param("own", "what each agent learns from: its own reward, or the team's (the mean of all "
+                               "agents' rewards, the common-reward setting of value factorisation)",
+                        choices=("own", "team"))
 
 
 @struct.dataclass
@@ -143,19 +147,23 @@ class Trainer:
         """What the TD loss is taken on, from q_taken and next_value [T, B, N].
         Returns (prediction, bootstrap, reward [L, B, ...], weight [T, B, ...]).
 
-        IQL: every agent's own TD problem on its own reward. Mixing algorithms:
+        IQL: every agent's own TD problem on its own reward (or, with
+        reward=team, on the team reward). Mixing algorithms:
         one TD problem on the team value and the team reward (the mean of the
         agents' rewards, the per-agent scale coplay reports); inactive agents
         enter the mix as zeros."""
         t = q_taken.shape[0]
+        team_reward = jnp.mean(w["reward"], axis=-1)
         if not self.mixes:
-            return q_taken, next_value, w["reward"], w["active"][:t]
+            reward = w["reward"] if self.config.reward == "own" else jnp.broadcast_to(team_reward[..., None],
+                                                                                       w["reward"].shape)
+            return q_taken, next_value, reward, w["active"][:t]
         active = w["active"].astype(q_taken.dtype)
         state = w.get("global_state")
         prediction = self.mix(params["mixer"], q_taken * active[:t], None if state is None else state[:t])
         bootstrap = self.mix(target_params["mixer"], next_value * active[n:n + t],
                              None if state is None else state[n:n + t])
-        return prediction, bootstrap, jnp.mean(w["reward"], axis=-1), jnp.any(w["active"][:t], axis=-1)
+        return prediction, bootstrap, team_reward, jnp.any(w["active"][:t], axis=-1)
 
     def init_mixer(self, key: jax.Array, global_state: jax.Array) -> dict:
         return {}

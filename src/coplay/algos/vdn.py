@@ -14,12 +14,14 @@ import jax
 import jax.numpy as jnp
 
 from coplay.algos import iql
+from coplay.core.config import param
 from coplay.core.env import Env
 
 
 @dataclass(frozen=True)
 class Config(iql.Config):
-    pass
+    reward: str = param("team", "the team value learns from the team reward (the mean of the agents' rewards)",
+                        choices=("team",))
 
 
 class Trainer(iql.Trainer):

@@ -53,6 +53,9 @@ def iqm_ci(scores: np.ndarray, reps: int = 2000, confidence: float = 0.95, seed:
     return [Estimate(float(p), float(a), float(b), runs) for p, a, b in zip(point, lo, hi)]
 
 
-def summarize(values: np.ndarray, reps: int = 10000) -> Estimate:
+SUMMARY_REPS = 10_000  # bootstrap resamples behind a headline figure
+
+
+def summarize(values: np.ndarray, reps: int = SUMMARY_REPS) -> Estimate:
     """values: [runs] -> IQM with its 95% bootstrap CI."""
     return iqm_ci(np.asarray(values).reshape(-1, 1), reps=reps)[0]
