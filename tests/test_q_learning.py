@@ -158,6 +158,11 @@ def test_resume_with_replay_is_exact(tmp_path):
     for a, b in zip(jax.tree.leaves(full.state), jax.tree.leaves(resumed.state)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert full.summary["final"] == resumed.summary["final"]
+    # `coplay eval` on the run: the greedy policy in a one-shot matrix game is deterministic,
+    # so re-evaluating the last checkpoint with other keys gives every seed's final return again
+    from coplay.experiment.playback import evaluate_run
+    out = evaluate_run(resumed.run_dir, episodes=4, gif=False)
+    assert out["per_seed"] == resumed.summary["final"]["return"]["per_seed"]
 
 
 @pytest.mark.parametrize("algo", ["iql", "vdn", "qmix"])

@@ -7,6 +7,14 @@ miscoordinating around the optimum is punished (relative overgeneralisation).
 VDN's sum and QMIX's monotonic mixing cannot represent these payoff tables
 either (Rashid et al., 2020; Son et al., 2019), so they end in the same place.
 Without the punishment (penalty k = 0) all three coordinate on an optimum.
+
+QMIX's two-step game (Rashid et al., 2018): agent 0's first action chooses a
+second state that pays 7 whatever happens, or one that pays up to 8 if both
+then pick B. Where value factorisation helps: with uniform exploration only
+QMIX's state-conditioned mixing represents the optimum (the paper's Table 1:
+VDN 7, QMIX 8; IQL 7 too); with epsilon-greedy exploration VDN also reaches 8,
+while independent learners, each averaging over the other's exploration in
+state 2B, mostly settle for 7.
 """
 
 import jax
@@ -18,8 +26,8 @@ from coplay.experiment import runner
 from test_learning import random_policy_return
 
 MATRIX = ["env=matrix", "env.rounds=1", "seeds=2", "total_steps=8000", "chunk_steps=8000",
-          "algo.learning_starts=1000", "algo.buffer_size=4000", "algo.eps_decay=0.5", "algo.num_envs=8", "algo.rollout_len=4",
-          "eval_episodes=16"]
+          "algo.learning_starts=1000", "algo.buffer_size=4000", "algo.eps_decay=0.5", "algo.num_envs=8",
+          "algo.rollout_len=4", "eval_episodes=16"]
 
 
 def _final(overrides):
@@ -55,15 +63,33 @@ def test_penalty_game_without_penalty_is_solved(algo):
     assert np.all(returns == 10.0) and np.all(optimal == 1.0), (returns, optimal)
 
 
+TWO_STEP = ["env=two_step", "seeds=4", "total_steps=20000", "chunk_steps=20000", "algo.learning_starts=1000",
+            "algo.buffer_size=4000", "algo.eps_decay=0.5", "algo.num_envs=8", "algo.rollout_len=4",
+            "eval_episodes=8", "algo.gamma=0.99"]
+
+
+@pytest.mark.parametrize("algo, expected", [("iql", 7.0), ("vdn", 7.0), ("qmix", 8.0)])
+def test_two_step_game_under_uniform_exploration(algo, expected):
+    returns, optimal = _final(TWO_STEP + [f"algo={algo}", "algo.eps_finish=1.0"])
+    assert np.all(returns == expected), returns
+    assert np.all(optimal == float(expected == 8.0)), optimal
+
+
+def test_two_step_game_value_factorisation_beats_independent_learners():
+    vdn, _ = _final(TWO_STEP + ["algo=vdn"])
+    qmix, _ = _final(TWO_STEP + ["algo=qmix"])
+    iql, _ = _final(TWO_STEP + ["algo=iql"])
+    assert np.all(vdn == 8.0) and np.all(qmix == 8.0), (vdn, qmix)
+    assert np.sum(iql == 7.0) >= 3, iql  # of 4 seeds (these seeds: 7, 7, 7, 8)
+
+
 # Two agents, one food that needs both of them (force_coop), 5x5, 25 steps.
 FORAGING_COOP = ["env=foraging", "env.grid_size=5", "env.n_food=1", "env.force_coop=true", "env.max_steps=25",
-                 "algo.n_step=3", "total_steps=250000", "seeds=2", "eval_episodes=64", "eval_every=0",
-                 "progress=false", "tensorboard=false"]
+                 "algo.n_step=3", "algo.batch_size=256", "total_steps=250000", "seeds=2", "eval_episodes=64",
+                 "eval_every=0", "progress=false", "tensorboard=false"]
 
 
-# QMIX is not in this list: at this budget one of these two seeds stays near
-# random (0.05), the other reaches the ceiling. See the issue note.
-@pytest.mark.parametrize("algo", ["iql", "vdn"])
+@pytest.mark.parametrize("algo", ["iql", "vdn", "qmix"])
 def test_q_family_beats_random_on_cooperative_foraging(tmp_path, algo):
     random = random_policy_return([f"algo={algo}", *FORAGING_COOP, "algo.eval_epsilon=1.0"])
     result = coplay.train([f"algo={algo}", *FORAGING_COOP, f"out_dir={tmp_path}"])

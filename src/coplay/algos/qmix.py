@@ -4,9 +4,10 @@ Q_tot(s, a) = f(Q_1(o_1, a_1), ..., Q_N(o_N, a_N); s), where the mixing network
 f has non-negative weights produced by hypernetworks that read the global state
 s (`coplay.nets.mixers.MonotonicMixer`). Monotonicity keeps decentralised
 greedy action selection consistent with the joint greedy action, while the
-state-conditioned mixing can represent more than VDN's sum. Learned from the
-team reward; inactive agents enter the mixer as zeros. A separate target mixer bootstraps the target. Everything else is the
-Q family's trainer (`coplay.algos.iql`)."""
+state-conditioned mixing can represent more than VDN's sum (the two-step game,
+`env=two_step`, is the classic case). Learned from the team reward; inactive
+agents enter the mixer as zeros. A separate target mixer bootstraps the target.
+Everything else is the Q family's trainer (`coplay.algos.iql`)."""
 
 from __future__ import annotations
 

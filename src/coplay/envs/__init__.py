@@ -3,6 +3,7 @@
 from coplay.core.registry import ENVS
 from coplay.envs.cooperative.foraging import Foraging
 from coplay.envs.cooperative.spread import Spread
+from coplay.envs.cooperative.two_step import TwoStep
 from coplay.envs.mixed.matrix import MatrixGame
 
 ENVS.register(
@@ -14,8 +15,12 @@ ENVS.register(
     description="Level-based foraging: agents collect food whose level needs adjacent agents' levels to add up.",
 )
 ENVS.register(
+    "two_step", TwoStep, kind="cooperative",
+    description="QMIX's two-step game: agent 0 picks the second state; 7 everywhere in one, up to 8 in the other.",
+)
+ENVS.register(
     "matrix", MatrixGame, kind="mixed",
     description="Repeated two-player normal-form games: climbing, penalty, prisoners_dilemma, stag_hunt, rps.",
 )
 
-__all__ = ["Foraging", "MatrixGame", "Spread"]
+__all__ = ["Foraging", "MatrixGame", "Spread", "TwoStep"]
