@@ -89,10 +89,13 @@ FORAGING_COOP = ["env=foraging", "env.grid_size=5", "env.n_food=1", "env.force_c
                  "eval_every=0", "progress=false", "tensorboard=false"]
 
 
-@pytest.mark.parametrize("algo", ["iql", "vdn", "qmix"])
-def test_q_family_beats_random_on_cooperative_foraging(tmp_path, algo):
+# QMIX learns this task more slowly and less surely: at 250k steps one of these
+# two seeds is still near random (0.0), at 500k both reach the ceiling (0.5).
+@pytest.mark.parametrize("algo, budget", [("iql", []), ("vdn", []),
+                                          ("qmix", ["total_steps=500000", "chunk_steps=100000"])])
+def test_q_family_beats_random_on_cooperative_foraging(tmp_path, algo, budget):
     random = random_policy_return([f"algo={algo}", *FORAGING_COOP, "algo.eval_epsilon=1.0"])
-    result = coplay.train([f"algo={algo}", *FORAGING_COOP, f"out_dir={tmp_path}"])
+    result = coplay.train([f"algo={algo}", *FORAGING_COOP, *budget, f"out_dir={tmp_path}"])
     per_seed = np.array(result.final_return["per_seed"])
     # At most 0.5 per agent (the food's reward is shared by the two loaders).
     assert random < 0.05
