@@ -83,6 +83,14 @@ class Config:
                         choices=("own", "team"))
 
 
+@dataclass(frozen=True)
+class MixingConfig(Config):
+    """The config of the algorithms that mix the agents' values into one team value (VDN, QMIX)."""
+
+    reward: str = param("team", "the team value learns from the team reward (the mean of the agents' rewards)",
+                        choices=("team",))
+
+
 @struct.dataclass
 class TrainState:
     params: dict            # {"agent": ..., "mixer": ...} (mixer only for QMIX)

@@ -23,9 +23,7 @@ from coplay.nets.mixers import MonotonicMixer
 
 
 @dataclass(frozen=True)
-class Config(iql.Config):
-    reward: str = param("team", "the team value learns from the team reward (the mean of the agents' rewards)",
-                        choices=("team",))
+class Config(iql.MixingConfig):
     mixer_embed: int = param(32, "width of the mixing network's hidden layer", min=1)
     hypernet_hidden: int = param(64, "hidden units of the hypernetworks that produce the mixing weights", min=1)
     mixer_init_scale: float = param(0.01, "initial scale (variance) of the hypernetworks' output layers: small "

@@ -14,14 +14,12 @@ import jax
 import jax.numpy as jnp
 
 from coplay.algos import iql
-from coplay.core.config import param
 from coplay.core.env import Env
 
 
 @dataclass(frozen=True)
-class Config(iql.Config):
-    reward: str = param("team", "the team value learns from the team reward (the mean of the agents' rewards)",
-                        choices=("team",))
+class Config(iql.MixingConfig):
+    pass
 
 
 class Trainer(iql.Trainer):
