@@ -1,0 +1,132 @@
+"""Counterfactual regret minimisation on a game's exact tree: CFR, CFR+ and
+discounted CFR, every information set updated at once.
+
+    state = init(tree)
+    state = run(t, state, iterations=1000, config=Config(variant="cfr+"))
+    policy = average_policy(t, state)      # [I, A], converges to a Nash equilibrium
+
+One iteration, for each player in turn (alternating updates) or both at once:
+compute the counterfactual value of every (information set, action) under the
+current policy (`coplay.envs.trees.values.counterfactual_values`, one pass
+over all terminal paths), add the instantaneous regrets to the accumulated
+ones, and fold the current policy into the average, weighted by the player's
+own reach. The current policy is regret matching on the accumulated regrets.
+
+Variants (Zinkevich et al. 2007; Tammelin 2014; Brown & Sandholm 2019):
+
+- `cfr`: regrets and average accumulate with equal weights.
+- `cfr+`: regrets are floored at zero after every update (regret matching+),
+  and iteration t enters the average with weight t.
+- `dcfr`: after iteration t, positive accumulated regrets are scaled by
+  t^alpha / (t^alpha + 1), negative ones by t^beta / (t^beta + 1), and the
+  average by (t / (t + 1))^gamma (defaults 1.5, 0, 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from coplay.core.errors import ConfigError
+from coplay.envs.trees.values import TreeArrays, counterfactual_values
+
+VARIANTS = ("cfr", "cfr+", "dcfr")
+
+
+@dataclass(frozen=True)
+class Config:
+    variant: str = "cfr+"
+    alternating: bool = True  # update player 0, then player 1 against the new policy
+    alpha: float = 1.5  # dcfr: discount of positive regrets
+    beta: float = 0.0  # dcfr: discount of negative regrets
+    gamma: float = 2.0  # dcfr: discount of the average policy
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ConfigError(f"cfr variant {self.variant!r} is not one of {', '.join(VARIANTS)}")
+
+
+@struct.dataclass
+class CFRState:
+    regrets: jax.Array  # [I, A] accumulated counterfactual regrets
+    average: jax.Array  # [I, A] reach-weighted sum of past policies (unnormalised)
+    iteration: jax.Array  # [] int, iterations done
+
+
+def init(t: TreeArrays) -> CFRState:
+    zeros = jnp.zeros(t.legal.shape, jnp.float32)
+    return CFRState(regrets=zeros, average=zeros, iteration=jnp.zeros((), jnp.int32))
+
+
+def _normalise(weights: jax.Array, legal: jax.Array) -> jax.Array:
+    """Rows of `weights` as distributions over legal actions; uniform where a row has no weight."""
+    weights = jnp.where(legal, weights, 0.0)
+    total = weights.sum(axis=1, keepdims=True)
+    uniform = legal / legal.sum(axis=1, keepdims=True)
+    return jnp.where(total > 0, weights / jnp.where(total > 0, total, 1.0), uniform)
+
+
+def current_policy(t: TreeArrays, state: CFRState) -> jax.Array:
+    """Regret matching: play each action in proportion to its positive regret. `[I, A]`"""
+    return _normalise(jnp.maximum(state.regrets, 0.0), t.legal)
+
+
+def average_policy(t: TreeArrays, state: CFRState) -> jax.Array:
+    """The average policy, the one that converges to equilibrium. `[I, A]`"""
+    return _normalise(state.average, t.legal)
+
+
+def _update(t: TreeArrays, state: CFRState, config: Config, player: int | None) -> CFRState:
+    """Accumulate regrets and average for `player`'s information sets (both players' if None)."""
+    policy = current_policy(t, state)
+    if player is None:
+        cfv0, reach0 = counterfactual_values(t, policy, 0)
+        cfv1, reach1 = counterfactual_values(t, policy, 1)
+        is0 = t.infoset_player == 0
+        cfv = jnp.where(is0[:, None], cfv0, cfv1)
+        reach = jnp.where(is0, reach0, reach1)
+        mine = jnp.ones(t.legal.shape[0], bool)
+    else:
+        cfv, reach = counterfactual_values(t, policy, player)
+        mine = t.infoset_player == player
+    value = jnp.sum(policy * cfv, axis=1, keepdims=True)
+    instant = jnp.where(t.legal, cfv - value, 0.0)
+
+    step = (state.iteration + 1).astype(jnp.float32)  # t, counted from 1
+    regrets = state.regrets + instant
+    weight = step if config.variant == "cfr+" else 1.0
+    average = state.average + weight * reach[:, None] * policy
+    if config.variant == "cfr+":
+        regrets = jnp.maximum(regrets, 0.0)
+    elif config.variant == "dcfr":
+        pos = step**config.alpha / (step**config.alpha + 1.0)
+        neg = step**config.beta / (step**config.beta + 1.0)
+        regrets = regrets * jnp.where(regrets > 0, pos, neg)
+        average = average * (step / (step + 1.0)) ** config.gamma
+    return state.replace(
+        regrets=jnp.where(mine[:, None], regrets, state.regrets),
+        average=jnp.where(mine[:, None], average, state.average),
+    )
+
+
+def iterate(t: TreeArrays, state: CFRState, config: Config) -> CFRState:
+    """One CFR iteration over every information set."""
+    if config.alternating:
+        for player in (0, 1):
+            state = _update(t, state, config, player)
+    else:
+        state = _update(t, state, config, None)
+    return state.replace(iteration=state.iteration + 1)
+
+
+def run(t: TreeArrays, state: CFRState, iterations: int, config: Config) -> CFRState:
+    """`iterations` CFR iterations in one compiled loop (`iterations` must be static under jit)."""
+
+    def body(s, _):
+        return iterate(t, s, config), None
+
+    state, _ = jax.lax.scan(body, state, None, length=iterations)
+    return state

@@ -1,0 +1,177 @@
+"""Exact game trees, best response, exploitability and the CFR family.
+
+Reference values: OpenSpiel reports the uniform random policy's
+exploitability as 0.458333 in Kuhn poker and 2.373611 in Leduc poker, with
+best-response values (0.5, 0.416667) and (2.0875, 2.659722) for players 0
+and 1; Kuhn's game value for player 0 is -1/18 (Kuhn, 1950), Leduc's about
+-0.0856.
+"""
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from coplay.algos import cfr
+from coplay.core.errors import ConfigError, UnknownNameError
+from coplay.envs.trees import CHANCE, Rules, TreeArrays, build_tree, game_tree
+from coplay.envs.trees.values import best_response, expected_value, exploitability, nash_conv
+
+
+@pytest.fixture(scope="module")
+def kuhn():
+    tree = game_tree("kuhn_poker")
+    return tree, TreeArrays.from_tree(tree)
+
+
+@pytest.fixture(scope="module")
+def leduc():
+    tree = game_tree("leduc_holdem")
+    return tree, TreeArrays.from_tree(tree)
+
+
+def test_tree_sizes_match_the_games(kuhn, leduc):
+    k, _ = kuhn
+    assert (k.num_infosets, k.num_terminals) == (12, 30)
+    assert sorted(k.infoset_keys) == sorted(
+        f"{c}{h}" for c in "012" for h in ("", "p", "b", "pb"))
+    l, _ = leduc
+    # OpenSpiel's leduc_poker with suit_isomorphism=True has 288 information states.
+    assert l.num_infosets == 288
+    assert set(np.unique(l.infoset_player)) == {0, 1}
+
+
+def test_uniform_policy_matches_openspiel(kuhn, leduc):
+    for (tree, t), expl, brs in ((kuhn, 0.458333, (0.5, 0.416667)),
+                                  (leduc, 2.373611, (2.0875, 2.659722))):
+        uniform = tree.uniform_policy()
+        assert float(exploitability(t, uniform)) == pytest.approx(expl, abs=1e-5)
+        for player, value in enumerate(brs):
+            _, br_value = best_response(t, uniform, player)
+            assert float(br_value) == pytest.approx(value, abs=1e-5)
+
+
+def kuhn_equilibrium(tree, alpha: float) -> jax.Array:
+    """Kuhn's equilibrium family: player 0 bluffs J with alpha, bets K with 3 alpha,
+    calls with Q with alpha + 1/3; player 1 bluffs J with 1/3 and calls with Q with 1/3."""
+    bet = {"0": alpha, "1": 0.0, "2": 3 * alpha,
+           "0pb": 0.0, "1pb": alpha + 1 / 3, "2pb": 1.0,
+           "0p": 1 / 3, "1p": 0.0, "2p": 1.0,
+           "0b": 0.0, "1b": 1 / 3, "2b": 1.0}
+    policy = np.zeros((tree.num_infosets, 2), np.float32)
+    for key, p in bet.items():
+        policy[tree.infoset_index(key)] = (1 - p, p)
+    return jnp.asarray(policy)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1 / 6, 1 / 3])
+def test_known_kuhn_equilibria_are_unexploitable(kuhn, alpha):
+    tree, t = kuhn
+    policy = kuhn_equilibrium(tree, alpha)
+    assert float(expected_value(t, policy)) == pytest.approx(-1 / 18, abs=1e-6)
+    assert float(nash_conv(t, policy)) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_deviation_from_equilibrium_is_exploited(kuhn):
+    tree, t = kuhn
+    policy = kuhn_equilibrium(tree, 0.0)
+    # Player 1 never bluffs with J: player 0 can now fold Q to every bet.
+    policy = policy.at[tree.infoset_index("0p")].set(jnp.array([1.0, 0.0]))
+    response, value = best_response(t, policy, 0)
+    assert float(value) > -1 / 18 + 1e-3
+    assert np.argmax(response[tree.infoset_index("1pb")]) == 0  # fold Q facing a bet
+    assert float(exploitability(t, policy)) > 1e-3
+
+
+def solve(t, variant: str, iterations: int, **kw):
+    config = cfr.Config(variant=variant, **kw)
+    state = jax.jit(partial(cfr.run, iterations=iterations, config=config))(t, cfr.init(t))
+    return cfr.average_policy(t, state)
+
+
+def test_cfr_plus_solves_kuhn(kuhn):
+    _, t = kuhn
+    policy = solve(t, "cfr+", 1000)
+    assert float(exploitability(t, policy)) < 1e-3
+    assert float(expected_value(t, policy)) == pytest.approx(-1 / 18, abs=1e-3)
+
+
+def test_cfr_plus_solves_leduc(leduc):
+    _, t = leduc
+    policy = solve(t, "cfr+", 500)
+    assert float(exploitability(t, policy)) < 0.01
+    assert float(expected_value(t, policy)) == pytest.approx(-0.0856, abs=5e-3)
+
+
+@pytest.mark.parametrize("variant,alternating,bound", [
+    ("cfr", True, 5e-3), ("cfr", False, 1e-2), ("dcfr", True, 1e-3), ("cfr+", False, 5e-3)])
+def test_every_variant_converges_on_kuhn(kuhn, variant, alternating, bound):
+    _, t = kuhn
+    policy = solve(t, variant, 1000, alternating=alternating)
+    assert float(exploitability(t, policy)) < bound
+
+
+def test_exploitability_falls_with_iterations(leduc):
+    _, t = leduc
+    config = cfr.Config(variant="dcfr")
+    run = jax.jit(partial(cfr.run, iterations=50, config=config))
+    state = cfr.init(t)
+    curve = []
+    for _ in range(4):
+        state = run(t, state)
+        curve.append(float(exploitability(t, cfr.average_policy(t, state))))
+    assert curve[-1] < curve[0] / 3
+    assert int(state.iteration) == 200
+
+
+def test_average_policy_is_a_distribution_over_legal_actions(leduc):
+    tree, t = leduc
+    policy = np.asarray(solve(t, "cfr+", 20))
+    assert np.allclose(policy.sum(axis=1), 1.0, atol=1e-5)
+    assert np.all(policy[~tree.legal] == 0.0)
+
+
+def test_unknown_variant_and_game_are_refused():
+    with pytest.raises(ConfigError, match="cfr\\+"):
+        cfr.Config(variant="cfr++")
+    with pytest.raises(UnknownNameError, match="kuhn_poker"):
+        game_tree("kuhn")
+
+
+class _Imperfect(Rules):
+    """A broken game: one information set whose histories have different legal actions."""
+
+    name = "broken"
+    num_actions = 2
+    action_names = ("a", "b")
+
+    def initial(self):
+        return ()
+
+    def is_terminal(self, h):
+        return len(h) == 2
+
+    def player(self, h):
+        return CHANCE if not h else 0
+
+    def chance_outcomes(self, h):
+        return [(0, 0.5), (1, 0.5)]
+
+    def legal_actions(self, h):
+        return [0, 1] if h[0] == 0 else [0]
+
+    def child(self, h, a):
+        return h + (a,)
+
+    def utility(self, h):
+        return 1.0
+
+    def infoset_key(self, h):
+        return "same"
+
+
+def test_inconsistent_information_sets_are_refused():
+    with pytest.raises(ValueError, match="'same' is not consistent"):
+        build_tree(_Imperfect())
