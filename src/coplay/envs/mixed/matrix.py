@@ -49,6 +49,14 @@ def _games(k: float) -> dict[str, tuple[np.ndarray, bool]]:
 GAMES = tuple(_games(-100.0))
 
 
+def payoff_table(game: str, penalty_k: float = -100.0) -> np.ndarray:
+    """`[A, A, 2]`: `table[a0, a1]` = (player 0's payoff, player 1's payoff) of game `game`."""
+    games = _games(float(penalty_k))
+    if game not in games:
+        raise unknown_name("matrix game", game, games)
+    return games[game][0].copy()
+
+
 @struct.dataclass
 class MatrixState:
     last: jax.Array     # [2] previous actions (-1 before the first round)
