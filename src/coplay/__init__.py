@@ -1,6 +1,7 @@
 """coplay: reinforcement learning of agents that interact, compiled end to end with JAX."""
 
 from coplay import envs as _envs  # noqa: F401  (registers the built-in environments)
+from coplay.interop import pgx as _pgx  # noqa: F401  (registers pgx's games; pgx itself loads on use)
 from coplay.core import ENVS, Env, EnvSpec, TimeStep
 
 __version__ = "0.1.0"

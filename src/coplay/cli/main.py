@@ -19,7 +19,9 @@ def _cmd_list(_: argparse.Namespace) -> int:
 
     print("Environments:")
     for e in ENVS.entries():
-        print(f"  {e.name:<10} [{e.kind}] {e.description}")
+        print(f"  {e.name:<12} [{e.kind}] {e.description}")
+    for p in ENVS.prefixes():
+        print(f"  {p.prefix + ':<name>':<12} [{p.kind}] {p.description}")
     print("Algorithms:")
     for name, a in sorted(ALGOS.items()):
         print(f"  {name:<10} {a.description}")

@@ -2,16 +2,24 @@
 
 Keyword arguments are checked against the constructor's signature before it is
 called, so `make("spread", n_agent=4)` fails with the list of valid names
-rather than a bare TypeError deep inside."""
+rather than a bare TypeError deep inside.
+
+Besides single names, a registry can hold prefixes that open a whole catalogue
+from another library: with `register_prefix("pgx", factory)`, the name
+`pgx:othello` means `factory("othello", **kwargs)`. `get`, `make`,
+`parameters` and `in` resolve such names like registered ones."""
 
 from __future__ import annotations
 
+import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from coplay.core.errors import ConfigError, unknown_name
+from coplay.core.errors import ConfigError, CoplayError, UnknownNameError, unknown_name
+
+SEPARATOR = ":"
 
 
 @dataclass(frozen=True)
@@ -22,26 +30,73 @@ class Entry:
     description: str
 
 
+@dataclass(frozen=True)
+class Prefix:
+    """`prefix:rest` names: `factory(rest, **kwargs)` builds one; `choices()`,
+    where given, lists the valid `rest`s (it may import an optional library)."""
+
+    prefix: str
+    factory: Callable[..., Any]
+    kind: str
+    description: str
+    choices: Callable[[], Iterable[str]] | None = None
+
+
 class Registry:
     def __init__(self, what: str):
         self.what = what
         self._entries: dict[str, Entry] = {}
+        self._prefixes: dict[str, Prefix] = {}
 
     def register(self, name: str, factory: Callable[..., Any], *, kind: str, description: str) -> None:
         if name in self._entries:
             raise ValueError(f"{self.what} {name!r} is already registered")
         self._entries[name] = Entry(name, factory, kind, description)
 
+    def register_prefix(self, prefix: str, factory: Callable[..., Any], *, kind: str, description: str,
+                        choices: Callable[[], Iterable[str]] | None = None) -> None:
+        """Make every `prefix:rest` name resolve to `factory(rest, **kwargs)`.
+        The factory's first parameter takes `rest`; its keyword parameters are
+        the name's parameters."""
+        if not prefix or SEPARATOR in prefix:
+            raise ValueError(f"prefix {prefix!r} must be non-empty and contain no {SEPARATOR!r}")
+        if prefix in self._prefixes:
+            raise ValueError(f"{self.what} prefix {prefix!r} is already registered")
+        self._prefixes[prefix] = Prefix(prefix, factory, kind, description, choices)
+
     def get(self, name: str) -> Entry:
-        if name not in self._entries:
-            raise unknown_name(self.what, name, self._entries)
-        return self._entries[name]
+        if name in self._entries:
+            return self._entries[name]
+        if isinstance(name, str) and SEPARATOR in name:
+            prefix, rest = name.split(SEPARATOR, 1)
+            if prefix in self._prefixes:
+                return self._resolve(self._prefixes[prefix], name, rest)
+        raise self._unknown(name)
+
+    def _resolve(self, p: Prefix, name: str, rest: str) -> Entry:
+        if p.choices is not None:
+            valid = list(p.choices())
+            if rest not in valid:
+                raise unknown_name(f"{self.what} under prefix {p.prefix + SEPARATOR!r}:", rest, valid)
+        elif not rest:
+            raise UnknownNameError(f"{self.what} name {name!r} has nothing after {p.prefix + SEPARATOR!r}")
+        return Entry(name, functools.partial(p.factory, rest), p.kind, p.description)
+
+    def _unknown(self, name: str) -> UnknownNameError:
+        err = unknown_name(self.what, name, self._entries)
+        if not self._prefixes:
+            return err
+        forms = ", ".join(f"{p}{SEPARATOR}<name>" for p in sorted(self._prefixes))
+        return UnknownNameError(f"{err}; or a prefixed name: {forms}")
 
     def names(self) -> list[str]:
         return sorted(self._entries)
 
     def entries(self) -> list[Entry]:
         return [self._entries[n] for n in self.names()]
+
+    def prefixes(self) -> list[Prefix]:
+        return [self._prefixes[p] for p in sorted(self._prefixes)]
 
     def parameters(self, name: str) -> dict[str, Any]:
         """The constructor's keyword parameters and their defaults."""
@@ -63,7 +118,11 @@ class Registry:
             raise ConfigError(f"{self.what} {name!r} rejected its arguments {kwargs}: {e}") from e
 
     def __contains__(self, name: str) -> bool:
-        return name in self._entries
+        try:
+            self.get(name)
+        except CoplayError:  # unknown, or its optional library is not installed
+            return False
+        return True
 
 
 ENVS = Registry("environment")

@@ -183,7 +183,9 @@ def help_text() -> str:
         lines += [f"    {n:<24} {d!s:<12} {h}" for n, d, h in describe(entry.Config, "algo.")]
     lines.append("\nEnvironments (env=NAME):")
     for e in ENVS.entries():
-        lines.append(f"  {e.name:<10} [{e.kind}] {e.description}")
+        lines.append(f"  {e.name:<12} [{e.kind}] {e.description}")
         params = ENVS.parameters(e.name)
         lines += [f"    env.{k:<20} {v!s}" for k, v in params.items()]
+    for p in ENVS.prefixes():
+        lines.append(f"  {p.prefix + ':<name>':<12} [{p.kind}] {p.description}")
     return "\n".join(lines)

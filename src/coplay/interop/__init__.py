@@ -1,0 +1,33 @@
+"""Bridges between coplay's environment contract and other libraries.
+
+Each bridge lives in its own module and imports its library only when an
+environment is built, so `import coplay` works without any of them; a missing
+library raises `MissingExtraError`, which names the extra to install.
+
+    pgx   pgx's game catalogue as coplay environments (`coplay[games]`)
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from coplay.core.errors import CoplayError
+
+
+class MissingExtraError(CoplayError, ImportError):
+    """An optional library that a coplay feature needs is not installed."""
+
+
+def require(module: str, extra: str, feature: str) -> ModuleType:
+    """Import `module`, or raise MissingExtraError telling how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingExtraError(
+            f"{feature} needs the {module!r} package, which is not installed: "
+            f"pip install coplay[{extra}]  ({e})"
+        ) from e
+
+
+__all__ = ["MissingExtraError", "require"]
