@@ -1,0 +1,102 @@
+"""Scripted players that act through the common `Policy` interface, so they
+can sit in tournaments, self-play pools and evaluations beside trained ones.
+
+    action, carry = policy.act(params, obs, mask, key, carry, reset)
+    obs: [B, N, *obs_shape], mask: [B, N, A] -> action: [B, N]
+
+Every agent row gets an action; in turn-based games only the mover's counts.
+Scripted players have no parameters: pass `None` as `params`.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coplay.algos.base import Policy
+from coplay.core.env import Env
+
+
+def _no_carry(batch: tuple[int, ...]) -> jax.Array:
+    return jnp.zeros((*batch, 0), jnp.float32)
+
+
+def _sample_from_mask(key: jax.Array, mask: jax.Array) -> jax.Array:
+    """A uniformly random True entry of each row of `mask` ([..., A] bool)."""
+    logits = jnp.where(mask, 0.0, -jnp.inf)
+    return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+
+
+def random_policy(env: Env) -> Policy:
+    """Uniformly random legal actions."""
+
+    def act(params, obs, mask, key, carry, reset):
+        return _sample_from_mask(key, mask), carry
+
+    return Policy(act=act, initial_carry=_no_carry, env=env)
+
+
+_LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
+
+
+@cache
+def tic_tac_toe_optimal_moves() -> np.ndarray:
+    """`[3**9, 9]` bool: the moves that keep the best game-theoretic value for the
+    player to move, for every board written from the mover's side (cell i
+    contributes `3**i` times 0 empty, 1 the mover's mark, 2 the opponent's).
+
+    Built once by negamax over every reachable position (5,478 of them).
+    """
+    table = np.zeros((3**9, 9), bool)
+    values: dict[tuple[int, ...], int] = {}
+
+    def won(board: tuple[int, ...], mark: int) -> bool:
+        return any(all(board[i] == mark for i in line) for line in _LINES)
+
+    def negamax(board: tuple[int, ...]) -> int:
+        """Value for the mover of `board` (cells 0/1/2 = empty/mover/opponent)."""
+        if board in values:
+            return values[board]
+        if won(board, 2):
+            value = -1
+        elif 0 not in board:
+            value = 0
+        else:
+            scores = {}
+            for i in range(9):
+                if board[i] == 0:
+                    child = list(board)
+                    child[i] = 1
+                    # The next mover sees the board with the roles swapped.
+                    swapped = tuple((0, 2, 1)[c] for c in child)
+                    scores[i] = -negamax(swapped)
+            value = max(scores.values())
+            code = sum(c * 3**i for i, c in enumerate(board))
+            for i, s in scores.items():
+                table[code, i] = s == value
+        values[board] = value
+        return value
+
+    negamax((0,) * 9)
+    return table
+
+
+def tic_tac_toe_minimax(env: Env) -> Policy:
+    """A perfect tic-tac-toe player: a uniformly random move among those that keep
+    the position's minimax value. Expects tic-tac-toe observations `[..., 3, 3, 2]`
+    with the observer's own marks in plane 0 and the opponent's in plane 1."""
+    table = jnp.asarray(tic_tac_toe_optimal_moves())
+    powers = jnp.asarray(3 ** np.arange(9), jnp.int32)
+
+    def act(params, obs, mask, key, carry, reset):
+        planes = obs.reshape(*obs.shape[:-3], 9, 2).astype(jnp.int32)
+        code = jnp.sum((planes[..., 0] + 2 * planes[..., 1]) * powers, axis=-1)
+        best = table[code] & mask
+        # Rows with no optimal legal move (agents not to move, finished games) play any legal move.
+        best = jnp.where(best.any(axis=-1, keepdims=True), best, mask)
+        return _sample_from_mask(key, best), carry
+
+    return Policy(act=act, initial_carry=_no_carry, env=env)
