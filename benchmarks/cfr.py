@@ -204,7 +204,7 @@ def main() -> None:
 
     for r in rows:
         it, sec = (r["reached"] if r["reached"] else ("not reached", None))
-        ratio = f"{r['time_ratio_vs_cpp']:.1f}x" if "time_ratio_vs_cpp" in r else "–"
+        ratio = f"{r['time_ratio_vs_cpp']:.2f}x" if "time_ratio_vs_cpp" in r else "–"
         lines.append(
             f"| {r['game']} | {r['solver']} | {speed(r)} | {r['speed_vs_cpp']:.2f}x | {r['target']:g} | "
             f"{it} | {sec:.3f} | {ratio} | {r['final_exploitability']:.2e} ({r['iterations']}) | "
