@@ -19,7 +19,7 @@ from coplay.core.errors import ConfigError, UnknownNameError  # noqa: E402
 from coplay.core.registry import ENVS  # noqa: E402
 from coplay.experiment.config import parse_overrides  # noqa: E402
 from coplay.interop import MissingExtraError  # noqa: E402
-from coplay.testing import check_env, random_actions  # noqa: E402
+from coplay.testing import check_env, random_rollout  # noqa: E402
 
 OFF_TURN = -1  # what the player who is not to move sends; it must be ignored
 
@@ -204,20 +204,8 @@ def test_leduc_longest_game_and_render():
 
 def _random_games(env, n_games: int, key: jax.Array):
     """n_games of uniformly random legal play, each max_steps + 2 steps (no reset)."""
-
-    def one(key):
-        k_reset, k_run = jax.random.split(key)
-        state, ts = env.reset(k_reset)
-
-        def body(carry, k):
-            state, ts = carry
-            k_act, k_step = jax.random.split(k)
-            state, ts = env.step(state, random_actions(env, ts, k_act), k_step)
-            return (state, ts), (ts.reward, ts.done, ts.info["win"], ts.info["illegal_action"])
-
-        return jax.lax.scan(body, (state, ts), jax.random.split(k_run, env.spec.max_steps + 2))[1]
-
-    return jax.jit(jax.vmap(one))(jax.random.split(key, n_games))
+    _, ts = jax.vmap(random_rollout(env, env.spec.max_steps + 2))(jax.random.split(key, n_games))
+    return ts.reward, ts.done, ts.info["win"], ts.info["illegal_action"]
 
 
 @pytest.mark.parametrize("name", ["kuhn_poker", "leduc_holdem"])

@@ -55,7 +55,7 @@ def check_timestep(env: Env, ts: TimeStep, where: str) -> None:
         assert hasattr(v, "shape"), f"{where}: info[{k!r}] is not an array"
 
 
-def _rollout(env: Env, steps: int):
+def random_rollout(env: Env, steps: int):
     """A compiled random-action rollout: key -> (final carry, TimeSteps [steps, ...])."""
 
     def run(key):
@@ -115,7 +115,7 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None) -> None:
         raise AssertionError("actions of the wrong shape were accepted")
 
     # determinism for a key
-    roll = _rollout(env, 8)
+    roll = random_rollout(env, 8)
     s1, r1 = roll(key)
     s2, r2 = roll(jnp.array(key))  # a fresh buffer: nothing carried over but the key's value
     _assert_trees_close((s1, r1), (s2, r2), "same key gave different results")
