@@ -33,6 +33,7 @@ from scipy import stats as sps
 from scipy.sparse import csgraph
 
 from coplay.core.errors import ConfigError, unknown_name
+from coplay.eval.stats import Estimate
 
 SCORES = (0.0, 0.5, 1.0)
 ELO_SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of strength
@@ -210,19 +211,11 @@ def _as_results(data: Results | Sequence[GameLike]) -> Results:
 
 
 @dataclass(frozen=True)
-class Rate:
+class Rate(Estimate):
     """A proportion over `n` games with its confidence interval."""
-
-    value: float
-    low: float
-    high: float
-    n: int
 
     def as_dict(self) -> dict:
         return {"rate": self.value, "ci_low": self.low, "ci_high": self.high, "n": self.n}
-
-    def __str__(self) -> str:
-        return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
 
 def wilson(successes: float, n: int, confidence: float = 0.95) -> Rate:
