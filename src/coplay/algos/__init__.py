@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
-from coplay.algos import ippo, iql, mappo, qmix, vdn
+from coplay.algos import ippo, iql, mappo, qmix, selfplay_ppo, vdn
 from coplay.core.errors import unknown_name
 
 
@@ -29,6 +29,8 @@ ALGOS: dict[str, AlgoEntry] = {
     "iql": AlgoEntry("iql", iql, "independent Q-learning: each agent learns its own Q from its own reward"),
     "vdn": AlgoEntry("vdn", vdn, "value decomposition: the team's Q is the sum of the agents' Q"),
     "qmix": AlgoEntry("qmix", qmix, "monotonic mixing of the agents' Q by hypernetworks on the global state"),
+    "selfplay_ppo": AlgoEntry("selfplay_ppo", selfplay_ppo,
+                              "PPO against a pool of its own snapshots (latest, uniform or PFSP), every seat"),
 }
 
 

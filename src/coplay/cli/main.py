@@ -1,4 +1,4 @@
-"""`coplay train | eval | list`."""
+"""`coplay train | eval | tournament | list`."""
 
 from __future__ import annotations
 
@@ -65,6 +65,18 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tournament(args: argparse.Namespace) -> int:
+    from coplay.experiment.tournament import run_tournament
+
+    players = [a for a in args.players if "=" not in a]
+    overrides = [a for a in args.players if "=" in a]
+    out = run_tournament(players, overrides, games=args.games, opening_moves=args.opening_moves,
+                         out_dir=args.out, seed=args.seed, bootstrap=args.bootstrap)
+    print(out["text"])
+    print(f"written: {out['out_dir']}/ratings.md, tournament.json, ratings.png")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coplay", description="Reinforcement learning of agents that interact.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -80,6 +92,20 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--episodes", type=int, default=32, help="evaluation episodes per seed (default 32)")
     p_eval.add_argument("--no-gif", action="store_true", help="do not write episode.gif")
     p_eval.set_defaults(func=_cmd_eval)
+
+    p_tour = sub.add_parser(
+        "tournament", help="round robin between runs and bots: win/draw/loss, Elo, openskill, plot",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="players: run directories (every seed), <run dir>@<seed>, or bots: random, minimax\n"
+               "  coplay tournament runs/a runs/b@0 random minimax env=tic_tac_toe --games 200")
+    p_tour.add_argument("players", nargs="+", help="players, then env=<name> [env.<field>=value]")
+    p_tour.add_argument("--games", type=int, default=100, help="games per seated pair (default 100)")
+    p_tour.add_argument("--opening-moves", type=int, default=0,
+                        help="play the first K moves of every game at random (default 0)")
+    p_tour.add_argument("--out", default=None, help="output directory (default runs/tournament-<time>-<env>)")
+    p_tour.add_argument("--seed", type=int, default=0, help="random seed of the games and the bootstrap")
+    p_tour.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the Elo interval")
+    p_tour.set_defaults(func=_cmd_tournament)
 
     p_list = sub.add_parser("list", help="list environments and algorithms")
     p_list.set_defaults(func=_cmd_list)

@@ -10,6 +10,7 @@ Scripted players have no parameters: pass `None` as `params`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 
 import jax
@@ -17,27 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.algos.base import Policy
+from coplay.algos.common.matches import no_carry, random_policy, sample_from_mask
 from coplay.core.env import Env
+from coplay.core.errors import ConfigError, unknown_name
 
-
-def _no_carry(batch: tuple[int, ...]) -> jax.Array:
-    return jnp.zeros((*batch, 0), jnp.float32)
-
-
-def _sample_from_mask(key: jax.Array, mask: jax.Array) -> jax.Array:
-    """A uniformly random True entry of each row of `mask` ([..., A] bool)."""
-    logits = jnp.where(mask, 0.0, -jnp.inf)
-    return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
-
-
-def random_policy(env: Env) -> Policy:
-    """Uniformly random legal actions."""
-
-    def act(params, obs, mask, key, carry, reset):
-        return _sample_from_mask(key, mask), carry
-
-    return Policy(act=act, initial_carry=_no_carry, env=env)
-
+__all__ = ["BOTS", "make_bot", "random_policy", "tic_tac_toe_minimax", "tic_tac_toe_optimal_moves"]
 
 _LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 
@@ -88,6 +73,10 @@ def tic_tac_toe_minimax(env: Env) -> Policy:
     """A perfect tic-tac-toe player: a uniformly random move among those that keep
     the position's minimax value. Expects tic-tac-toe observations `[..., 3, 3, 2]`
     with the observer's own marks in plane 0 and the opponent's in plane 1."""
+    shape = getattr(env.spec.obs_space, "shape", None)
+    if env.spec.num_agents != 2 or shape != (3, 3, 2) or env.spec.num_actions != 9:
+        raise ConfigError(f"the minimax bot plays tic-tac-toe only; {env.spec.name!r} has {env.spec.num_agents} "
+                          f"players, observations {env.spec.obs_space} and {env.spec.num_actions} actions")
     table = jnp.asarray(tic_tac_toe_optimal_moves())
     powers = jnp.asarray(3 ** np.arange(9), jnp.int32)
 
@@ -97,6 +86,20 @@ def tic_tac_toe_minimax(env: Env) -> Policy:
         best = table[code] & mask
         # Rows with no optimal legal move (agents not to move, finished games) play any legal move.
         best = jnp.where(best.any(axis=-1, keepdims=True), best, mask)
-        return _sample_from_mask(key, best), carry
+        return sample_from_mask(key, best), carry
 
-    return Policy(act=act, initial_carry=_no_carry, env=env)
+    return Policy(act=act, initial_carry=no_carry, env=env)
+
+
+# Scripted players by name, for `coplay tournament`: name -> (builder, description).
+BOTS: dict[str, tuple[Callable[[Env], Policy], str]] = {
+    "random": (random_policy, "uniformly random legal moves (any game)"),
+    "minimax": (tic_tac_toe_minimax, "perfect play, random among optimal moves (tic-tac-toe)"),
+}
+
+
+def make_bot(name: str, env: Env) -> Policy:
+    """The scripted player `name` for `env`; unknown names list the valid ones."""
+    if name not in BOTS:
+        raise unknown_name("bot", name, BOTS)
+    return BOTS[name][0](env)

@@ -14,6 +14,13 @@ from coplay.core.env import Wrapper
 from coplay.wrappers import AutoReset
 
 
+def evaluator_for(trainer: Any, episodes: int):
+    """The trainer's own evaluation where it defines one (e.g. self-play: against
+    random play), else `make_evaluator(trainer.policy(), episodes)`."""
+    own = getattr(trainer, "evaluator", None)
+    return own(episodes) if own is not None else make_evaluator(trainer.policy(), episodes)
+
+
 def make_evaluator(policy: Policy, episodes: int):
     """Returns `evaluate(params, key) -> dict of [episodes]` arrays: each
     environment's first complete episode's statistics (`return` is the episode

@@ -2,22 +2,43 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
 
+from coplay.algos.base import Policy
 from coplay.core.errors import ConfigError
 from coplay.eval.stats import summarize
 from coplay.experiment import checkpoint
 from coplay.experiment.config import Experiment
-from coplay.experiment.evaluate import make_evaluator, record_episode, save_gif
-from coplay.experiment.runner import _config_key, init_state, plan
+from coplay.experiment.evaluate import evaluator_for, record_episode, save_gif
+from coplay.experiment.runner import Plan, _config_key, init_state, plan
 
 
-def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int = 12345) -> dict:
-    """Evaluate the run's newest checkpoint: `episodes` per seed. Returns the
-    per-seed mean returns, their IQM and 95% CI, and the GIF path if one was written."""
+@dataclass
+class LoadedRun:
+    """A run's newest checkpoint, ready to act: `params` has the seeds on its leading axis."""
+
+    exp: Experiment
+    plan: Plan
+    state: Any
+    meta: dict
+    path: Path
+
+    @property
+    def policy(self) -> Policy:
+        return self.plan.trainer.policy()
+
+    @property
+    def params(self) -> Any:
+        return self.plan.trainer.policy_params(self.state)
+
+
+def load_run(run_dir: Path | str) -> LoadedRun:
+    """The newest checkpoint of a run directory written by `coplay train`."""
     run_dir = Path(run_dir)
     if not (run_dir / "config.yaml").exists():
         raise ConfigError(f"{run_dir} is not a coplay run directory (no config.yaml)")
@@ -26,9 +47,18 @@ def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int 
     state, meta, path = checkpoint.latest(run_dir / "checkpoints", init_state(p))
     if meta.get("config") != _config_key(exp):
         raise ConfigError(f"checkpoint {path} does not belong to {run_dir}/config.yaml")
-    policy = p.trainer.policy()
-    params = p.trainer.policy_params(state)
-    evaluate = jax.jit(jax.vmap(make_evaluator(policy, episodes)))
+    return LoadedRun(exp, p, state, meta, path)
+
+
+def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int = 12345) -> dict:
+    """Evaluate the run's newest checkpoint: `episodes` per seed. Returns the
+    per-seed mean returns, their IQM and 95% CI, and the GIF path if one was written."""
+    run = load_run(run_dir)
+    exp, p, meta, path = run.exp, run.plan, run.meta, run.path
+    run_dir = Path(run_dir)
+    policy = run.policy
+    params = run.params
+    evaluate = jax.jit(jax.vmap(evaluator_for(p.trainer, episodes)))
     keys = jax.random.split(jax.random.PRNGKey(seed), exp.run.seeds)
     results = jax.device_get(evaluate(params, keys))
     per_seed = np.asarray(results["return"]).mean(-1)

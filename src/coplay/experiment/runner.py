@@ -30,7 +30,7 @@ from coplay.core.errors import CheckpointError, ConfigError, TrainingError
 from coplay.core.registry import ENVS
 from coplay.experiment import checkpoint
 from coplay.experiment.config import Experiment, parse_overrides, resume_differences
-from coplay.experiment.evaluate import make_evaluator
+from coplay.experiment.evaluate import evaluator_for
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
 from coplay.nets.init import init_stacked
 
@@ -96,7 +96,7 @@ def chunk_function(p: Plan):
 
 
 def evaluation_function(p: Plan):
-    evaluate = make_evaluator(p.trainer.policy(), p.exp.run.eval_episodes)
+    evaluate = evaluator_for(p.trainer, p.exp.run.eval_episodes)
     return jax.jit(jax.vmap(evaluate))
 
 
@@ -248,7 +248,8 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
     summary = write_summary(run_dir, final, {
         "algo": exp.algo, "env": exp.env, "seeds": exp.run.seeds, "env_steps_per_seed": p.num_chunks * p.steps_per_chunk,
         "eval_episodes_per_seed": exp.run.eval_episodes,
-        "return_convention": "episode return averaged over agents (per-agent), undiscounted",
+        "return_convention": getattr(p.trainer, "return_convention",
+                                     "episode return averaged over agents (per-agent), undiscounted"),
         "wall_time_s": round(time.time() - t_start, 2),
     })
     return RunResult(run_dir, summary, state=state)

@@ -1,0 +1,166 @@
+"""Games between policies, one policy per seat, compiled.
+
+    play = make_match(env, [learner, random_policy(env)], episodes=256)
+    out = jax.jit(play)([params, None], key)
+    out["return"]   # [episodes, N] each seat's return
+    out["first"]    # [episodes]    the seat that moved first
+
+Seat i of every game is played by `policies[i]`, which is asked for all agent
+rows (the `Policy` interface) and whose row i is used. Each of the `episodes`
+games runs once from its reset, for at most `env.spec.max_steps` steps, with no
+auto-reset. `opening_moves=k` plays the first k moves of each game uniformly at
+random for every seat (random openings, so that deterministic players meet
+varied positions).
+
+All policies must act on the observations of the same environment: a policy
+trained or written for another environment is refused (`check_same_env`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from coplay.algos.base import Policy
+from coplay.core.env import Env, Wrapper
+from coplay.core.errors import ConfigError
+from coplay.wrappers import AutoReset, EpisodeStats
+
+# Wrappers that leave observations, masks and actions as they are: a policy
+# built over them acts on the bare environment.
+_TRANSPARENT = (AutoReset, EpisodeStats)
+
+
+def bare_env(env: Env) -> Env:
+    """`env` without the bookkeeping wrappers (auto-reset, episode statistics)."""
+    while isinstance(env, _TRANSPARENT):
+        env = env.env
+    return env
+
+
+def env_signature(env: Env) -> tuple:
+    """What a policy's observations depend on: the environment's name, agents and spaces."""
+    s = bare_env(env).spec
+    return (s.name, s.num_agents, repr(s.obs_space), repr(s.action_space))
+
+
+def check_same_env(env: Env, policies: dict[str, Policy] | Sequence[Policy]) -> None:
+    """Refuse any policy whose observations come from another environment, naming it."""
+    named = policies.items() if isinstance(policies, dict) else ((str(i), p) for i, p in enumerate(policies))
+    want = env_signature(env)
+    for name, policy in named:
+        got = env_signature(policy.env)
+        if got != want:
+            inner = bare_env(policy.env)
+            wrapped = " (through " + ", ".join(type(w).__name__ for w in _wrappers(policy.env)) + ")" \
+                if isinstance(inner, Wrapper) else ""
+            raise ConfigError(
+                f"policy {name!r} was built for environment {got[0]!r}{wrapped} with {got[1]} agents, "
+                f"observations {got[2]} and actions {got[3]}, but the games are played in {want[0]!r} "
+                f"({want[1]} agents, observations {want[2]}, actions {want[3]}); every player must be built "
+                "for the same environment")
+
+
+def _wrappers(env: Env) -> list[Env]:
+    out = []
+    while isinstance(env, Wrapper):
+        out.append(env)
+        env = env.env
+    return out
+
+
+def no_carry(batch: tuple[int, ...]) -> jax.Array:
+    """The carry of a policy without memory."""
+    return jnp.zeros((*batch, 0), jnp.float32)
+
+
+def sample_from_mask(key: jax.Array, mask: jax.Array) -> jax.Array:
+    """A uniformly random True entry of each row of `mask` ([..., A] bool)."""
+    logits = jnp.where(mask, 0.0, -jnp.inf)
+    return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+
+
+def random_policy(env: Env) -> Policy:
+    """Uniformly random legal actions: the baseline every competitive policy is first measured against.
+    It has no parameters: pass `None`."""
+
+    def act(params, obs, mask, key, carry, reset):
+        return sample_from_mask(key, mask), carry
+
+    return Policy(act=act, initial_carry=no_carry, env=env)
+
+
+def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_moves: int = 0):
+    """Returns `play(params: list, key) -> dict` (pure, jit-able; vmap over params or keys):
+
+        return    [episodes, N] float32  each seat's episode return
+        first     [episodes] int32       the seat that moved first (turn-based), 0 otherwise
+        length    [episodes] int32       steps played
+        finished  [episodes] bool        the game ended within max_steps
+        illegal   [episodes, N] bool     the seat lost by an illegal action (where the env reports it)
+    """
+    env = bare_env(env)
+    n = env.spec.num_agents
+    if len(policies) != n:
+        raise ConfigError(f"{env.spec.name!r} has {n} seats, got {len(policies)} policies")
+    if isinstance(opening_moves, bool) or not isinstance(opening_moves, int) or opening_moves < 0:
+        raise ConfigError(f"opening_moves={opening_moves!r} must be an integer >= 0")
+    check_same_env(env, list(policies))
+    horizon = env.spec.max_steps
+
+    def play(params: Sequence[Any], key: jax.Array) -> dict[str, jax.Array]:
+        k_reset, k_run = jax.random.split(key)
+        state, ts = jax.vmap(env.reset)(jax.random.split(k_reset, episodes))
+        carries = [p.initial_carry((episodes,)) for p in policies]
+        first = jnp.argmax(ts.active, axis=-1).astype(jnp.int32)
+        zeros = jnp.zeros((episodes, n), jnp.float32)
+        acc = {"return": zeros, "illegal": zeros.astype(bool), "length": jnp.zeros(episodes, jnp.int32),
+               "finished": jnp.zeros(episodes, bool)}
+        reset = jnp.ones(episodes, bool)
+
+        def body(c, x):
+            state, ts, carries, acc, reset = c
+            t, k = x
+            keys = jax.random.split(k, n + 2)
+            actions, new_carries = [], []
+            for i, (policy, p) in enumerate(zip(policies, params)):
+                a, carry = policy.act(p, ts.obs, ts.action_mask, keys[i], carries[i], reset)
+                actions.append(a[:, i])
+                new_carries.append(carry)
+            action = jnp.stack(actions, axis=1)
+            if opening_moves:
+                random = sample_from_mask(keys[n], ts.action_mask).astype(action.dtype)
+                action = jnp.where(t < opening_moves, random, action)
+            state, nts = jax.vmap(env.step)(state, action, jax.random.split(keys[n + 1], episodes))
+            live = ~acc["finished"]
+            illegal = nts.info.get("illegal_action", jnp.zeros((episodes, n), bool))
+            acc = {
+                "return": acc["return"] + jnp.where(live[:, None], nts.reward, 0.0),
+                "illegal": acc["illegal"] | (live[:, None] & illegal),
+                "length": acc["length"] + live.astype(jnp.int32),
+                "finished": acc["finished"] | nts.done,
+            }
+            return (state, nts, new_carries, acc, jnp.zeros_like(reset)), None
+
+        steps = (jnp.arange(horizon), jax.random.split(k_run, horizon))
+        (_, _, _, acc, _), _ = jax.lax.scan(body, (state, ts, carries, acc, reset), steps)
+        return {**acc, "first": first}
+
+    return play
+
+
+def outcomes(returns: jax.Array, seat: int | jax.Array) -> dict[str, jax.Array]:
+    """The result of `seat` from episode returns [..., N]; `seat` is an int or [...].
+    Returns float32 [...] arrays: its `return`, `win` (above every other seat),
+    `loss` (below some other seat), `draw`, and `points` (1, 1/2, 0)."""
+    n = returns.shape[-1]
+    is_me = jax.nn.one_hot(jnp.broadcast_to(jnp.asarray(seat), returns.shape[:-1]), n, dtype=bool)
+    mine = jnp.sum(jnp.where(is_me, returns, 0.0), axis=-1)
+    best_other = jnp.max(jnp.where(is_me, -jnp.inf, returns), axis=-1)
+    win = (mine > best_other).astype(jnp.float32)
+    loss = (mine < best_other).astype(jnp.float32)
+    draw = 1.0 - win - loss
+    return {"return": mine.astype(jnp.float32), "win": win, "draw": draw, "loss": loss, "points": win + 0.5 * draw}

@@ -1,0 +1,320 @@
+"""Self-play PPO: one learner against a pool of its own past snapshots.
+
+Every parallel game seats the learner in one seat (drawn anew for each game, so
+it learns every seat) and a snapshot from the opponent pool in the others.
+Opponents are drawn per game from the pool (`coplay.algos.common.opponent_pool`):
+the latest snapshot, a uniform one (fictitious self-play), or prioritised by
+the learner's results against them (PFSP, Vinyals et al., 2019). Each game
+gathers its own opponent's parameters inside the compiled step, so hundreds
+of games against different opponents run in one `vmap`. Every
+`snapshot_every` updates the learner's current policy joins the pool, which
+keeps the newest `pool_size` snapshots.
+
+Learning uses only the learner's seat. In turn-based games the learner acts
+on its own turns (the policy loss is weighted by `active`), but its value is
+trained at every step, the opponent's turns included, so the advantage of a
+move sees the opponent's reply and GAE never bootstraps from an untrained
+value between turns. The critic sees whether it is the learner's turn.
+
+Observations of any shape are flattened and a one-hot of the seat appended,
+so one network plays every seat. Feed-forward networks only.
+
+Evaluation (the run's `eval/...` figures) plays the learner against uniformly
+random legal moves in every seat; `return` is the learner's mean return there
+and `win`, `draw`, `loss` its rates.
+
+`Trainer(..., opponents=pool)` trains a best response to a fixed population
+instead (`opponent_pool.from_population`): no snapshots are added and
+opponents are drawn with the pool's weights. PSRO uses this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from coplay.algos.base import Policy, check_env_support
+from coplay.algos.common import opponent_pool
+from coplay.algos.common.advantages import gae
+from coplay.algos.common.minibatch import shuffle_split
+from coplay.algos.common.opponent_pool import Pool
+from coplay.algos.common.ppo_loss import clipped_surrogate, clipped_value_loss, masked_mean, normalize
+from coplay.algos.common.rollout import reset_envs, rollout
+from coplay.core.config import check, param
+from coplay.core.env import Env
+from coplay.core.errors import ConfigError
+from coplay.core.types import TimeStep
+from coplay.algos.common.matches import make_match, outcomes, random_policy, sample_from_mask
+from coplay.nets import ACTIVATIONS, distributions
+from coplay.nets.agent import AgentNet, apply_agents
+from coplay.wrappers import AutoReset, EpisodeStats
+
+
+@dataclass(frozen=True)
+class Config:
+    lr: float = param(1e-3, "Adam learning rate", min=0.0, min_exclusive=True)
+    anneal_lr: bool = param(True, "decay the learning rate linearly to 0 over the run")
+    num_envs: int = param(64, "parallel games per seed", min=1)
+    rollout_len: int = param(16, "steps per game between updates", min=1)
+    epochs: int = param(4, "passes over each batch", min=1)
+    minibatches: int = param(4, "minibatches per epoch", min=1)
+    gamma: float = param(0.99, "discount", min=0.0, max=1.0)
+    gae_lambda: float = param(0.95, "GAE lambda", min=0.0, max=1.0)
+    clip_eps: float = param(0.2, "PPO ratio clip", min=0.0, min_exclusive=True)
+    vf_coef: float = param(0.5, "value loss weight", min=0.0)
+    ent_coef: float = param(0.1, "entropy bonus weight", min=0.0)
+    max_grad_norm: float = param(0.5, "global gradient-norm clip", min=0.0, min_exclusive=True)
+    normalize_advantages: bool = param(True, "normalise advantages per minibatch")
+    hidden_size: int = param(128, "units per hidden layer", min=1)
+    num_layers: int = param(2, "hidden layers", min=1)
+    activation: str = param("relu", "hidden activation", choices=tuple(ACTIVATIONS))
+    opponent: str = param("pfsp", "how each game's opponent is drawn from the pool",
+                          choices=("latest", "uniform", "pfsp"))
+    pool_size: int = param(16, "snapshots kept in the opponent pool (the oldest leaves first)", min=1)
+    snapshot_every: int = param(20, "updates between snapshots of the learner joining the pool", min=1)
+    pfsp_power: float = param(2.0, "PFSP weight (1 - score rate) ** power; larger favours harder opponents",
+                              min=0.0)
+    pfsp_decay: float = param(0.99, "per-update decay of the results PFSP weighs by", min=0.0, max=1.0)
+    random_opening: int = param(3, "each training game opens with k uniformly random moves, k drawn from "
+                                   "0..random_opening per game (wider coverage of positions)", min=0)
+    greedy_eval: bool = param(True, "evaluate with the most likely action (else sample the policy)")
+
+
+@struct.dataclass
+class TrainState:
+    params: dict
+    opt_state: Any
+    env_state: Any
+    ts: TimeStep           # batched [E, ...]
+    pool: Pool
+    seat: jax.Array        # [E] int32 the learner's seat in each game
+    opponent: jax.Array    # [E] int32 the pool slot playing the other seats
+    opening: jax.Array     # [E] int32 random moves still to play at the start of each game
+    key: jax.Array
+    updates: jax.Array
+
+
+def features(obs: jax.Array) -> jax.Array:
+    """obs [B, N, ...] -> [B, N, D + N]: each seat's flattened view and its one-hot seat."""
+    b, n = obs.shape[:2]
+    flat = obs.reshape(b, n, -1).astype(jnp.float32)
+    return jnp.concatenate([flat, jnp.broadcast_to(jnp.eye(n, dtype=jnp.float32), (b, n, n))], axis=-1)
+
+
+def _row(x: jax.Array, seat: jax.Array) -> jax.Array:
+    """x [..., N, ...] at axis len(seat.shape) -> the `seat` [...] row."""
+    idx = seat.reshape(*seat.shape, 1, *([1] * (x.ndim - seat.ndim - 1)))
+    return jnp.take_along_axis(x, idx, axis=seat.ndim).squeeze(seat.ndim)
+
+
+class Trainer:
+    """Self-play PPO for one seed; `update` is pure and the experiment layer vmaps it over seeds."""
+
+    return_convention = "the learner's mean episode return against uniformly random legal moves, every seat"
+
+    def __init__(self, config: Config, env: Env, num_updates: int, opponents: Pool | None = None):
+        check(config, "algo.")
+        spec = env.spec
+        check_env_support(spec, "selfplay_ppo", continuous=False)
+        if spec.num_agents < 2:
+            raise ConfigError(f"selfplay_ppo needs a game of two or more players; {spec.name!r} has "
+                              f"{spec.num_agents} agent")
+        batch = config.num_envs * config.rollout_len
+        if batch % config.minibatches:
+            raise ConfigError(f"algo.minibatches={config.minibatches} must divide num_envs * rollout_len = {batch}")
+        self.config = config
+        self.fixed_pool = opponents
+        self.sampling = "fixed" if opponents is not None else config.opponent
+        self.env = AutoReset(EpisodeStats(env))
+        self.num_agents = spec.num_agents
+        self.steps_per_update = batch
+        self.num_updates = num_updates
+        c = config
+        self.dist = distributions.Categorical()
+        self.actor = AgentNet(spec.num_actions, c.hidden_size, c.num_layers, c.activation, False)
+        self.critic = AgentNet(0, c.hidden_size, c.num_layers, c.activation, False)
+        steps = num_updates * c.epochs * c.minibatches
+        lr = optax.linear_schedule(c.lr, 0.0, max(steps, 1)) if c.anneal_lr else c.lr
+        self.optimizer = optax.chain(optax.clip_by_global_norm(c.max_grad_norm), optax.adam(lr, eps=1e-5))
+
+    # ----- networks ---------------------------------------------------------------------------
+    def _apply(self, net, params, x: jax.Array) -> jax.Array:
+        """x [B, N, D] -> [B, N, out] (or [B, N] for the critic)."""
+        b, n = x.shape[:2]
+        _, y = apply_agents(net, params, jnp.zeros((b, n, 0)), x, jnp.zeros(b, bool), shared=True)
+        return y
+
+    def _critic_in(self, x: jax.Array, active: jax.Array) -> jax.Array:
+        return jnp.concatenate([x, active[..., None].astype(x.dtype)], axis=-1)
+
+    def _opponent_logits(self, pool: Pool, slots: jax.Array, x: jax.Array) -> jax.Array:
+        """Each game's own opponent: params gathered per game, x [E, N, D] -> [E, N, A]."""
+        per_game = opponent_pool.gather(pool, slots)
+        return jax.vmap(lambda p, xe: self._apply(self.actor, p, xe[None])[0])(per_game, x)
+
+    # ----- initialisation (one seed, outside vmap) --------------------------------------------
+    def init(self, key: jax.Array) -> TrainState:
+        k_actor, k_critic, k_env, k_seat, k_opp, k_open, k_state = jax.random.split(key, 7)
+        env_state, ts = reset_envs(self.env, k_env, self.config.num_envs)
+        x = features(ts.obs[:1])[0]
+        none, no = jnp.zeros((1, 0)), jnp.zeros((1,), bool)
+        params = {"actor": self.actor.init(k_actor, none, x[:1], no),
+                  "critic": self.critic.init(k_critic, none, self._critic_in(x, ts.active[0])[:1], no)}
+        pool = self.fixed_pool if self.fixed_pool is not None else \
+            opponent_pool.create(params["actor"], self.config.pool_size)
+        e = self.config.num_envs
+        return TrainState(
+            params=params, opt_state=self.optimizer.init(params), env_state=env_state, ts=ts, pool=pool,
+            seat=jax.random.randint(k_seat, (e,), 0, self.num_agents, jnp.int32),
+            opponent=opponent_pool.sample(pool, k_opp, e, self.sampling, self.config.pfsp_power),
+            opening=self._draw_opening(k_open, e), key=k_state, updates=jnp.zeros((), jnp.int32),
+        )
+
+    # ----- acting -------------------------------------------------------------------------------
+    def _draw_opening(self, key: jax.Array, e: int) -> jax.Array:
+        return jax.random.randint(key, (e,), 0, self.config.random_opening + 1, jnp.int32)
+
+    def _act(self, params, pool: Pool, carry, ts: TimeStep, key):
+        seat, opponent, opening = carry
+        e, n = ts.active.shape
+        k_seat, k_opp, k_me, k_them, k_open, k_rand = jax.random.split(key, 6)
+        # A game that just ended starts again with a new seat, opponent and opening.
+        seat = jnp.where(ts.done, jax.random.randint(k_seat, (e,), 0, n, jnp.int32), seat)
+        drawn = opponent_pool.sample(pool, k_opp, e, self.sampling, self.config.pfsp_power)
+        opponent = jnp.where(ts.done, drawn, opponent)
+        opening = jnp.where(ts.done, self._draw_opening(k_open, e), opening)
+
+        x = features(ts.obs)
+        mine = self.dist.prepare(self._apply(self.actor, params["actor"], x), ts.action_mask)
+        theirs = self.dist.prepare(self._opponent_logits(pool, opponent, x), ts.action_mask)
+        a_me, a_them = self.dist.sample(k_me, mine), self.dist.sample(k_them, theirs)
+        action = jnp.where(jax.nn.one_hot(seat, n, dtype=bool), a_me, a_them)
+        in_opening = opening > 0
+        action = jnp.where(in_opening[:, None], sample_from_mask(k_rand, ts.action_mask), action)
+        value = self._apply(self.critic, params["critic"], self._critic_in(x, ts.active))
+        extras = {"logp": _row(self.dist.log_prob(mine, action), seat), "value": _row(value, seat),
+                  "seat": seat, "opponent": opponent, "learner_moved": _row(ts.active, seat) & ~in_opening}
+        return (seat, opponent, opening - 1), action, extras
+
+    def policy(self) -> Policy:
+        greedy = self.config.greedy_eval
+
+        def act(params, obs, mask, key, carry, reset):
+            logits = self.dist.prepare(self._apply(self.actor, params, features(obs)), mask)
+            return (self.dist.mode(logits) if greedy else self.dist.sample(key, logits)), carry
+
+        return Policy(act=act, initial_carry=lambda batch: jnp.zeros((*batch, self.num_agents, 0)), env=self.env)
+
+    def policy_params(self, state: TrainState) -> Any:
+        return state.params["actor"]
+
+    def evaluator(self, episodes: int):
+        """`evaluate(params, key) -> dict of [episodes']` against random legal moves, the
+        learner in each seat for an equal share of the games (episodes' >= episodes)."""
+        n = self.num_agents
+        per_seat = -(-episodes // n)
+        me, rand = self.policy(), random_policy(self.env)
+        matches = [make_match(self.env, [me if i == s else rand for i in range(n)], per_seat) for s in range(n)]
+
+        def evaluate(params, key):
+            parts = []
+            for s, (play, k) in enumerate(zip(matches, jax.random.split(key, n))):
+                out = play([params if i == s else None for i in range(n)], k)
+                res = outcomes(out["return"], s)
+                del res["points"]
+                res.update({"length": out["length"].astype(jnp.float32), "finished": out["finished"],
+                            "moved_first": (out["first"] == s).astype(jnp.float32)})
+                parts.append(res)
+            return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
+
+        return evaluate
+
+    # ----- learning -----------------------------------------------------------------------------
+    def _loss(self, params, mb: dict):
+        c = self.config
+        logits = self.dist.prepare(self._apply(self.actor, params["actor"], mb["x"][:, None])[:, 0],
+                                   mb["action_mask"])
+        value = self._apply(self.critic, params["critic"], mb["critic_in"][:, None])[:, 0]
+        logp = self.dist.log_prob(logits, mb["action"])
+        turn = mb["moved"]
+        adv = normalize(mb["adv"], turn) if c.normalize_advantages else mb["adv"]
+        pg_loss, stats = clipped_surrogate(logp, mb["logp"], adv, c.clip_eps, turn)
+        v_loss = clipped_value_loss(value, mb["value"], mb["target"], None, jnp.ones_like(turn))
+        ent = masked_mean(self.dist.entropy(logits), turn)
+        total = pg_loss + c.vf_coef * v_loss - c.ent_coef * ent
+        return total, {"loss/policy": pg_loss, "loss/value": v_loss, "loss/entropy": ent,
+                       "loss/approx_kl": stats["approx_kl"], "loss/clip_frac": stats["clip_frac"]}
+
+    def update(self, state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
+        c = self.config
+        key, k_roll, k_epochs = jax.random.split(state.key, 3)
+        act = lambda carry, ts, k: self._act(state.params, state.pool, carry, ts, k)  # noqa: E731
+        (env_state, ts, (seat, opponent, opening)), traj = rollout(
+            self.env, act, state.env_state, state.ts, (state.seat, state.opponent, state.opening), k_roll,
+            c.rollout_len)
+
+        # The learner's seat only: [T, E, ...].
+        mine = traj.extras["seat"]
+        x = _row(jax.vmap(features)(traj.ts.obs), mine)
+        active = _row(traj.ts.active, mine)
+        moved = traj.extras["learner_moved"]   # the learner's own moves: random opening moves excluded
+        last_x = _row(features(ts.obs), seat)
+        last_value = self._apply(self.critic, state.params["critic"],
+                                 self._critic_in(last_x, _row(ts.active, seat))[:, None])[:, 0]
+        reward = _row(traj.reward, mine)
+        adv, target = gae(reward, traj.extras["value"], traj.done, last_value, c.gamma, c.gae_lambda)
+        batch = {"x": x, "critic_in": self._critic_in(x, active), "moved": moved,
+                 "action_mask": _row(traj.ts.action_mask, mine), "action": _row(traj.action, mine),
+                 "logp": traj.extras["logp"], "value": traj.extras["value"], "adv": adv, "target": target}
+        batch = jax.tree.map(lambda v: v.reshape(-1, *v.shape[2:]), batch)
+
+        def epoch(carry, k):
+            def minibatch(carry, mb):
+                params, opt_state = carry
+                grads, stats = jax.grad(self._loss, has_aux=True)(params, mb)
+                updates, opt_state = self.optimizer.update(grads, opt_state, params)
+                stats["grad_norm"] = optax.tree.norm(grads)
+                return (optax.apply_updates(params, updates), opt_state), stats
+
+            return jax.lax.scan(minibatch, carry, shuffle_split(k, batch, c.minibatches))
+
+        (params, opt_state), stats = jax.lax.scan(epoch, (state.params, state.opt_state),
+                                                  jax.random.split(k_epochs, c.epochs))
+
+        # Results against each opponent feed PFSP; then, on schedule, the learner joins the pool.
+        ended = traj.info["episode/done"]
+        result = outcomes(traj.info["episode/return"], mine)
+        pool = opponent_pool.record(state.pool, traj.extras["opponent"], result["points"], ended, c.pfsp_decay)
+        updates = state.updates + 1
+        if self.fixed_pool is None:
+            pool = opponent_pool.add(pool, params["actor"], updates, updates % c.snapshot_every == 0)
+
+        metrics = {k: v.mean() for k, v in stats.items()}
+        metrics.update(self._metrics(traj, result, ended, state.pool))
+        new_state = TrainState(params=params, opt_state=opt_state, env_state=env_state, ts=ts, pool=pool,
+                               seat=seat, opponent=opponent, opening=opening, key=key, updates=updates)
+        return new_state, metrics
+
+    def _metrics(self, traj, result: dict, ended: jax.Array, pool: Pool) -> dict[str, jax.Array]:
+        """Training-game figures (against the pool), means over the games that ended (NaN if none)."""
+        done = ended.astype(jnp.float32)
+        count = jnp.sum(done)
+        mean = lambda v: jnp.sum(v * done) / jnp.where(count > 0, count, jnp.nan)  # noqa: E731
+        age = (jnp.max(pool.added_at) - pool.added_at[traj.extras["opponent"]]).astype(jnp.float32)
+        return {"episodes": count, "return": mean(result["return"]), "win": mean(result["win"]),
+                "draw": mean(result["draw"]), "loss": mean(result["loss"]),
+                "length": mean(traj.info["episode/length"].astype(jnp.float32)),
+                "pool/size": jnp.sum(pool.filled).astype(jnp.float32), "pool/opponent_age": mean(age)}
+
+
+def steps_per_update(config: Config) -> int:
+    return config.num_envs * config.rollout_len
+
+
+def make_trainer(config: Config, env: Env, num_updates: int) -> Trainer:
+    return Trainer(config, env, num_updates)

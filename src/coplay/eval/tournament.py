@@ -1,0 +1,110 @@
+"""Round-robin tournaments between any policies of one two-player game.
+
+    players = [Player("ppo", trainer.policy(), params),
+               Player("random", bots.random_policy(env)),
+               Player("minimax", bots.tic_tac_toe_minimax(env))]
+    results = round_robin(env, players, games=200, key=jax.random.PRNGKey(0))
+    print(format_table(ratings_table(results)))
+
+Every ordered pair of distinct players plays `games` games with the first in
+seat 0, so each pairing is played from both seats. The outcome is a
+`ratings.Results` (wins, draws and losses per seated pair), from which the
+win/draw/loss table with Wilson intervals, Elo and openskill ratings follow.
+
+Players that share one `Policy` object (snapshots of one run, seeds of one
+run) differ only in their parameters; their games are compiled once and
+`vmap`ped over the stacked parameters, so a tournament of many snapshots costs
+one compilation per pair of policy kinds, not per pair of players.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coplay.algos.base import Policy
+from coplay.algos.common.matches import bare_env, check_same_env, make_match, outcomes
+from coplay.core.env import Env
+from coplay.core.errors import ConfigError
+from coplay.eval.ratings import Results
+
+
+@dataclass(frozen=True)
+class Player:
+    """A named policy with its parameters (`None` for scripted players)."""
+
+    name: str
+    policy: Policy
+    params: Any = None
+
+
+def _groups(players: Sequence[Player]) -> list[tuple[Policy, list[int], Any]]:
+    """Players grouped by their Policy object: (policy, player indices, stacked params or None)."""
+    by_policy: dict[int, tuple[Policy, list[int]]] = {}
+    for k, p in enumerate(players):
+        by_policy.setdefault(id(p.policy), (p.policy, []))[1].append(k)
+    groups = []
+    for policy, members in by_policy.values():
+        params = [players[k].params for k in members]
+        if any(x is None for x in params):
+            if not all(x is None for x in params):
+                names = [players[k].name for k in members]
+                raise ConfigError(f"players {names} share one policy but only some have parameters")
+            stacked = None
+        else:
+            try:
+                stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *params)
+            except ValueError as e:
+                names = [players[k].name for k in members]
+                raise ConfigError(f"players {names} share one policy but their parameters differ in shape") from e
+        groups.append((policy, members, stacked))
+    return groups
+
+
+def round_robin(env: Env, players: Sequence[Player], games: int, key: jax.Array,
+                opening_moves: int = 0) -> Results:
+    """Play every ordered pair of distinct players `games` times (first player in seat 0).
+
+    Refuses players built for another environment, duplicate names, fewer than
+    two players, and games of more or fewer than two seats."""
+    env = bare_env(env)
+    if env.spec.num_agents != 2:
+        raise ConfigError(f"a round-robin needs a two-player game; {env.spec.name!r} has "
+                          f"{env.spec.num_agents} players")
+    names = [p.name for p in players]
+    if len(players) < 2:
+        raise ConfigError(f"a tournament needs at least two players, got {names}")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"player names must be unique; repeated: {dupes}")
+    if isinstance(games, bool) or not isinstance(games, int) or games < 1:
+        raise ConfigError(f"games={games!r} must be an integer >= 1")
+    check_same_env(env, {p.name: p.policy for p in players})
+
+    counts = np.zeros((len(players), len(players), 3), np.int64)
+    groups = _groups(players)
+    for ga, (pol_a, members_a, params_a) in enumerate(groups):
+        for gb, (pol_b, members_b, params_b) in enumerate(groups):
+            if ga == gb and len(members_a) == 1:
+                continue
+            play = make_match(env, [pol_a, pol_b], games, opening_moves)
+
+            def one(pa, pb, k, play=play):
+                return outcomes(play([pa, pb], k)["return"], 0)
+
+            in_a, in_b = (None if params_a is None else 0), (None if params_b is None else 0)
+            grid = jax.jit(jax.vmap(jax.vmap(one, in_axes=(None, in_b, 0)), in_axes=(in_a, None, 0)))
+            keys = jax.random.split(jax.random.fold_in(key, ga * len(groups) + gb),
+                                    len(members_a) * len(members_b)).reshape(len(members_a), len(members_b), -1)
+            out = jax.device_get(grid(params_a, params_b, keys))        # [A, B, games]
+            wdl = np.stack([out["win"].sum(-1), out["draw"].sum(-1), out["loss"].sum(-1)], axis=-1)
+            for i, a in enumerate(members_a):
+                for j, b in enumerate(members_b):
+                    if a != b:
+                        counts[a, b] += wdl[i, j].astype(np.int64)
+    return Results(tuple(names), counts)

@@ -1,0 +1,118 @@
+"""`coplay tournament`: a round robin between trained runs and scripted bots.
+
+    coplay tournament runs/a runs/b@1 random minimax env=tic_tac_toe --games 200
+
+A player is a scripted bot by name (`coplay.eval.bots.BOTS`), a run directory
+(one player per seed of its newest checkpoint) or `<run dir>@<seed>` (that
+seed only). The environment comes from `env=` (with `env.<field>=` overrides)
+or, when absent, from the runs, which must all agree. Every player must be
+built for that environment; one built for another is refused by name.
+
+Writes to the output directory: `tournament.json` (players, counts per seated
+pair, ratings rows), `ratings.md` (the tables) and `ratings.png`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from coplay.core.config import parse_scalar
+from coplay.core.errors import ConfigError
+from coplay.core.registry import ENVS
+from coplay.eval.bots import BOTS, make_bot
+from coplay.eval.ratings import format_table, plot_ratings, ratings_table, win_draw_loss_table
+from coplay.eval.tournament import Player, round_robin
+from coplay.experiment import checkpoint
+from coplay.experiment.playback import LoadedRun, load_run
+
+
+def _split_seed(entry: str) -> tuple[str, int | None]:
+    if "@" in entry:
+        path, seed = entry.rsplit("@", 1)
+        if not seed.isdigit():
+            raise ConfigError(f"player {entry!r}: the part after '@' must be a seed number, got {seed!r}")
+        return path, int(seed)
+    return entry, None
+
+
+def _run_players(entry: str, run: LoadedRun, seed: int | None) -> list[Player]:
+    params = run.params
+    seeds = run.exp.run.seeds
+    if seed is not None and not 0 <= seed < seeds:
+        raise ConfigError(f"player {entry!r}: the run has seeds 0..{seeds - 1}, not {seed}")
+    chosen = [seed] if seed is not None else list(range(seeds))
+    base = Path(_split_seed(entry)[0]).name
+    policy = run.policy
+    return [Player(base if seeds == 1 else f"{base}@{k}", policy, jax.tree.map(lambda x, k=k: x[k], params))
+            for k in chosen]
+
+
+def parse_env(overrides: list[str]) -> tuple[str | None, dict[str, Any]]:
+    """`env=<name>` and `env.<field>=<value>` overrides -> (name, fields)."""
+    name, fields = None, {}
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"expected key=value, got {item!r}; valid keys: env, env.<field>")
+        key, value = item.split("=", 1)
+        if key == "env":
+            name = value
+        elif key.startswith("env."):
+            fields[key[4:]] = parse_scalar(value)
+        else:
+            raise ConfigError(f"unknown tournament setting {key!r}; valid: env, env.<field>")
+    return name, fields
+
+
+def run_tournament(entries: list[str], overrides: list[str] | None = None, games: int = 100,
+                   opening_moves: int = 0, out_dir: str | Path | None = None, seed: int = 0,
+                   bootstrap: int = 1000) -> dict:
+    """Resolve the players, play the round robin, write and return the tables."""
+    env_name, env_fields = parse_env(overrides or [])
+    runs: dict[str, LoadedRun] = {}
+    for entry in entries:
+        path, _ = _split_seed(entry)
+        if entry not in BOTS and path not in runs:
+            if not Path(path).is_dir():
+                raise ConfigError(f"player {entry!r} is neither a bot ({', '.join(sorted(BOTS))}) nor a run directory")
+            runs[path] = load_run(path)
+    if env_name is None:
+        names = {(r.exp.env, json.dumps(r.exp.env_config, sort_keys=True)) for r in runs.values()}
+        if not names:
+            raise ConfigError("name the game with env=<name> when every player is a bot")
+        if len(names) > 1:
+            raise ConfigError("the runs were trained on different environments "
+                              f"({', '.join(sorted(n for n, _ in names))}); a tournament is played in one")
+        (env_name, cfg), = names
+        env_fields = {**json.loads(cfg), **env_fields}
+    env = ENVS.make(env_name, **env_fields)
+
+    players: list[Player] = []
+    for entry in entries:
+        if entry in BOTS:
+            players.append(Player(entry, make_bot(entry, env)))
+        else:
+            path, k = _split_seed(entry)
+            players.extend(_run_players(entry, runs[path], k))
+
+    results = round_robin(env, players, games, jax.random.PRNGKey(seed), opening_moves)
+    rows = ratings_table(results, reps=bootstrap, seed=seed)
+    pairs = win_draw_loss_table(results)
+    out = Path(out_dir) if out_dir else Path("runs") / f"tournament-{datetime.now():%Y%m%d-%H%M%S}-{env_name}"
+    out = Path(str(out).replace(":", "_"))
+    out.mkdir(parents=True, exist_ok=True)
+    text = f"# Tournament in {env_name}: {games} games per seated pair\n\n" + format_table(rows) + \
+        "\n\n" + format_table(pairs) + "\n"
+    checkpoint.atomic_write(out / "ratings.md", text.encode())
+    record = {"env": env_name, "env_config": env_fields, "games_per_seated_pair": games,
+              "opening_moves": opening_moves, "players": list(results.players),
+              "counts": np.asarray(results.counts).tolist(), "ratings": [r.as_dict() for r in rows],
+              "pairs": [p.as_dict() for p in pairs]}
+    checkpoint.atomic_write(out / "tournament.json", json.dumps(record, indent=2).encode())
+    plot_ratings(rows, out / "ratings.png", title=f"Elo in {env_name}")
+    return {"out_dir": out, "results": results, "ratings": rows, "pairs": pairs, "text": text}
