@@ -16,8 +16,17 @@ trained at every step, the opponent's turns included, so the advantage of a
 move sees the opponent's reply and GAE never bootstraps from an untrained
 value between turns. The critic sees whether it is the learner's turn.
 
-Observations of any shape are flattened and a one-hot of the seat appended,
-so one network plays every seat. Feed-forward networks only.
+Training games open with k uniformly random moves (k drawn from
+0..`random_opening` per game), which carry no policy gradient: self-play
+between near-deterministic policies otherwise visits few positions, and a
+policy trained on few positions fails in the others (against random or
+perfect play). Observations of any shape are flattened and a one-hot of the
+seat appended, so one network plays every seat. Feed-forward networks only.
+
+The defaults (learning rate 1e-3, entropy bonus 0.1, 64 games x 16 steps per
+update) are tuned on tic-tac-toe and connect four: with PPO's usual 3e-4 and
+0.01 the updates were tiny (approximate KL ~1e-3) and the policy collapsed
+onto one line of play before it had learned to defend.
 
 Evaluation (the run's `eval/...` figures) plays the learner against uniformly
 random legal moves in every seat; `return` is the learner's mean return there
