@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
