@@ -17,6 +17,8 @@ VARIANTS = [(name, {}) for name in ENVS.names()] + [
     ("matrix", {"game": "prisoners_dilemma"}),
     ("matrix", {"game": "stag_hunt"}),
     ("matrix", {"game": "rps"}),
+    ("tree:kuhn_poker", {}),
+    ("tree:leduc_holdem", {}),
 ]
 
 

@@ -73,3 +73,15 @@ def test_fictitious_play_in_the_prisoners_dilemma_defects():
 def test_unknown_matrix_game_is_refused():
     with pytest.raises(UnknownNameError, match="rps"):
         payoff_table("roshambo")
+
+
+def test_psro_ppo_refuses_bad_settings():
+    import coplay
+    from coplay.algos import psro_ppo
+
+    with pytest.raises(ConfigError, match="nash, replicator, uniform"):
+        psro_ppo.Config(meta_solver="alpharank")
+    with pytest.raises(ConfigError, match="br_updates=0"):
+        psro_ppo.Config(br_updates=0)
+    with pytest.raises(ConfigError, match="'spread' has 3 players"):
+        psro_ppo.run(coplay.make("spread"), psro_ppo.Config(iterations=1))

@@ -167,15 +167,20 @@ class Trainer:
         return jax.vmap(lambda p, xe: self._apply(self.actor, p, xe[None])[0])(per_game, x)
 
     # ----- initialisation (one seed, outside vmap) --------------------------------------------
-    def init(self, key: jax.Array) -> TrainState:
+    def init(self, key: jax.Array, pool: Pool | None = None) -> TrainState:
+        """A fresh learner. `pool` replaces the fixed population given to the constructor
+        (same shapes), so one compiled best-response trainer serves every population."""
         k_actor, k_critic, k_env, k_seat, k_opp, k_open, k_state = jax.random.split(key, 7)
         env_state, ts = reset_envs(self.env, k_env, self.config.num_envs)
         x = features(ts.obs[:1])[0]
         none, no = jnp.zeros((1, 0)), jnp.zeros((1,), bool)
         params = {"actor": self.actor.init(k_actor, none, x[:1], no),
                   "critic": self.critic.init(k_critic, none, self._critic_in(x, ts.active[0])[:1], no)}
-        pool = self.fixed_pool if self.fixed_pool is not None else \
-            opponent_pool.create(params["actor"], self.config.pool_size)
+        if pool is None:
+            pool = self.fixed_pool if self.fixed_pool is not None else \
+                opponent_pool.create(params["actor"], self.config.pool_size)
+        elif self.fixed_pool is None:
+            raise ConfigError("selfplay_ppo: a pool given to init needs a Trainer built with opponents=")
         e = self.config.num_envs
         return TrainState(
             params=params, opt_state=self.optimizer.init(params), env_state=env_state, ts=ts, pool=pool,
@@ -218,6 +223,10 @@ class Trainer:
             return (self.dist.mode(logits) if greedy else self.dist.sample(key, logits)), carry
 
         return Policy(act=act, initial_carry=lambda batch: jnp.zeros((*batch, self.num_agents, 0)), env=self.env)
+
+    def action_probs(self, params, obs: jax.Array, mask: jax.Array) -> jax.Array:
+        """The actor's action probabilities: obs [B, N, ...], mask [B, N, A] -> [B, N, A]."""
+        return jax.nn.softmax(self.dist.prepare(self._apply(self.actor, params, features(obs)), mask), axis=-1)
 
     def policy_params(self, state: TrainState) -> Any:
         return state.params["actor"]
@@ -319,6 +328,21 @@ class Trainer:
                 "draw": mean(result["draw"]), "loss": mean(result["loss"]),
                 "length": mean(traj.info["episode/length"].astype(jnp.float32)),
                 "pool/size": jnp.sum(pool.filled).astype(jnp.float32), "pool/opponent_age": mean(age)}
+
+
+def response_trainer(config: Config, env: Env, updates: int, population: Pool):
+    """`train(pool, key) -> (actor params, metrics)`: a fresh learner trained for `updates`
+    updates against the fixed population `pool` (a best response to its mixture), compiled
+    once for every pool shaped like `population` (`opponent_pool.from_population`)."""
+    if isinstance(updates, bool) or not isinstance(updates, int) or updates < 1:
+        raise ConfigError(f"updates={updates!r} must be an integer >= 1")
+    trainer = Trainer(config, env, updates, opponents=population)
+
+    def train(pool: Pool, key: jax.Array):
+        state, metrics = jax.lax.scan(lambda s, _: trainer.update(s), trainer.init(key, pool), None, length=updates)
+        return trainer.policy_params(state), metrics
+
+    return jax.jit(train)
 
 
 def steps_per_update(config: Config) -> int:

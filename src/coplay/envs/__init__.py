@@ -5,6 +5,7 @@ from coplay.envs.cooperative.foraging import Foraging
 from coplay.envs.cooperative.spread import Spread
 from coplay.envs.cooperative.two_step import TwoStep
 from coplay.envs.mixed.matrix import MatrixGame
+from coplay.envs.trees.env import TreeGameEnv
 
 ENVS.register(
     "spread", Spread, kind="cooperative",
@@ -23,4 +24,4 @@ ENVS.register(
     description="Repeated two-player normal-form games: climbing, penalty, prisoners_dilemma, stag_hunt, rps.",
 )
 
-__all__ = ["Foraging", "MatrixGame", "Spread", "TwoStep"]
+__all__ = ["Foraging", "MatrixGame", "Spread", "TreeGameEnv", "TwoStep"]

@@ -29,7 +29,6 @@ from coplay.algos import selfplay_ppo
 from coplay.algos.common import opponent_pool
 from coplay.algos.common.matches import make_match, outcomes
 from coplay.core.env import Env
-from coplay.core.errors import ConfigError
 from coplay.eval.stats import Estimate
 
 
@@ -45,19 +44,13 @@ def best_response_value(env: Env, target: Any, config: selfplay_ppo.Config, upda
                         weights: jax.Array | None = None, episodes: int = 2000) -> BestResponse:
     """Train a response to `target` (actor params, or params stacked [K, ...] with
     `weights` [K]) for `updates` PPO updates, then play `episodes` games per seat."""
-    if isinstance(updates, bool) or not isinstance(updates, int) or updates < 1:
-        raise ConfigError(f"updates={updates!r} must be an integer >= 1")
     if weights is None:
         stacked, weights = jax.tree.map(lambda x: jnp.asarray(x)[None], target), jnp.ones(1)
     else:
         stacked = target
     pool = opponent_pool.from_population(stacked, weights)
-    trainer = selfplay_ppo.Trainer(config, env, num_updates=updates, opponents=pool)
     k_init, k_eval = jax.random.split(key)
-    state = trainer.init(k_init)
-    run = jax.jit(lambda s: jax.lax.scan(lambda c, _: trainer.update(c), s, None, length=updates))
-    state, metrics = run(state)
-    response = trainer.policy_params(state)
+    response, metrics = selfplay_ppo.response_trainer(config, env, updates, pool)(pool, k_init)
 
     n = env.spec.num_agents
     greedy = selfplay_ppo.Trainer(dataclasses.replace(config, greedy_eval=True), env, 1).policy()

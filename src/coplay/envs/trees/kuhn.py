@@ -59,4 +59,7 @@ class KuhnRules(Rules):
         return stake if winner == 0 else -stake
 
     def infoset_key(self, h) -> str:
-        return f"{h[self.player(h)]}{self._bets(h)}"
+        return self.observation_key(h, self.player(h))
+
+    def observation_key(self, h, player: int) -> str:
+        return f"{h[player]}{self._bets(h)}"

@@ -121,7 +121,10 @@ class LeducRules(Rules):
         return put[1] if s0 > s1 else -put[0]
 
     def infoset_key(self, h) -> str:
+        return self.observation_key(h, self.player(h))
+
+    def observation_key(self, h, player: int) -> str:
         (c0, c1), first, public, second = self._parts(h)
-        own = (c0, c1)[self.player(h)] // 2
+        own = (c0, c1)[player] // 2
         board = "" if public is None else _RANKS[public // 2]
         return f"{_RANKS[own]}|{board}|{first}|{second}"

@@ -71,6 +71,13 @@ class Rules(abc.ABC):
     def infoset_key(self, h: Hashable) -> str:
         """What the player to move knows at `h`, as text; equal keys = one information set."""
 
+    def observation_key(self, h: Hashable, player: int) -> str:
+        """What `player` knows at a decision or terminal history `h`, whoever is to move;
+        for the mover it must agree with `infoset_key`. Needed to play the game as an
+        environment (`coplay.envs.trees.env`), not by the solvers."""
+        raise NotImplementedError(f"{self.name}: observation_key is not implemented, so the game "
+                                  "cannot be played as an environment")
+
 
 @dataclass(frozen=True)
 class GameTree:
