@@ -4,7 +4,9 @@ Each bridge lives in its own module and imports its library only when an
 environment is built, so `import coplay` works without any of them; a missing
 library raises `MissingExtraError`, which names the extra to install.
 
-    pgx   pgx's game catalogue as coplay environments (`coplay[games]`)
+    pgx          pgx's game catalogue as coplay environments (`coplay[games]`)
+    pettingzoo   coplay environments as PettingZoo parallel and AEC environments
+                 (`to_pettingzoo`; `coplay[pettingzoo]`)
 """
 
 from __future__ import annotations
@@ -30,4 +32,7 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
         ) from e
 
 
-__all__ = ["MissingExtraError", "require"]
+# Bridges whose modules import their library lazily can be offered here directly.
+from coplay.interop.pettingzoo import to_pettingzoo  # noqa: E402
+
+__all__ = ["MissingExtraError", "require", "to_pettingzoo"]

@@ -1,0 +1,20 @@
+"""Test-session settings.
+
+JAX's persistent compilation cache, shared by the test workers of one session:
+many tests compile the same programs (one trainer config in a learning test and
+its resume test, the same matches in several tournaments), and a program
+compiled by one worker is then read back by the others instead of compiled
+again. The cache lives in pytest's cache directory unless
+`JAX_COMPILATION_CACHE_DIR` is set.
+"""
+
+import os
+from pathlib import Path
+
+import jax
+
+
+def pytest_configure(config):
+    cache = os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(Path(config.rootpath) / ".pytest_cache" / "jax")
+    jax.config.update("jax_compilation_cache_dir", cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
