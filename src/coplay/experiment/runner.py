@@ -32,6 +32,7 @@ from coplay.experiment.config import Experiment, parse_overrides, resume_differe
 from coplay.experiment.evaluate import evaluator_for
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
 from coplay.nets.init import init_stacked
+from coplay.scale.devices import describe, seed_mesh, shard_seeds
 
 
 @dataclass
@@ -83,6 +84,11 @@ def seed_keys(exp: Experiment) -> jax.Array:
 def init_state(p: Plan) -> Any:
     """Initial TrainState for every seed, stacked (each seed initialised outside vmap)."""
     return init_stacked(p.trainer.init, seed_keys(p.exp))
+
+
+def place(p: Plan, state: Any) -> Any:
+    """The stacked state with its seeds spread over the visible devices, where they divide evenly."""
+    return shard_seeds(state, seed_mesh(p.exp.run.seeds))
 
 
 def chunk_function(p: Plan):
@@ -196,6 +202,7 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
             raise CheckpointError(f"checkpoint {path} was written by a different config")
         start_chunk = int(meta["chunk"]) + 1
         print(f"resuming {run_dir} from {path.name} (chunk {start_chunk}/{p.num_chunks})", flush=True)
+    state = place(p, state)
 
     log = MetricsLog(run_dir, exp.run.tensorboard)
     log.truncate(start_chunk - 1)
@@ -250,6 +257,7 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
         "return_convention": getattr(p.trainer, "return_convention",
                                      "episode return averaged over agents (per-agent), undiscounted"),
         "wall_time_s": round(time.time() - t_start, 2),
+        "devices": describe(exp.run.seeds),
     })
     return RunResult(run_dir, summary, state=state)
 

@@ -1,0 +1,1 @@
+"""Scaling out: several devices (`coplay.scale.devices`)."""
