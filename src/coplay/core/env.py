@@ -27,6 +27,9 @@ class Env(abc.ABC):
     """Base class of coplay environments (and wrappers, which are environments)."""
 
     spec: EnvSpec
+    # True where `step` already starts the next episode when one ends (environments
+    # stepped on the host, see coplay.interop.host); AutoReset leaves those alone.
+    auto_resets: bool = False
 
     @property
     def num_agents(self) -> int:
@@ -72,6 +75,10 @@ class Wrapper(Env):
     def __init__(self, env: Env):
         self.env = env
         self.spec = env.spec
+
+    @property
+    def auto_resets(self) -> bool:  # type: ignore[override]
+        return self.env.auto_resets
 
     @property
     def unwrapped(self) -> Env:

@@ -33,13 +33,16 @@ class Entry:
 @dataclass(frozen=True)
 class Prefix:
     """`prefix:rest` names: `factory(rest, **kwargs)` builds one; `choices()`,
-    where given, lists the valid `rest`s (it may import an optional library)."""
+    where given, lists the valid `rest`s (it may import an optional library);
+    `parameters(rest)`, where given, lists a name's keyword parameters and
+    defaults when the factory takes them as `**kwargs`."""
 
     prefix: str
     factory: Callable[..., Any]
     kind: str
     description: str
     choices: Callable[[], Iterable[str]] | None = None
+    parameters: Callable[[str], dict[str, Any]] | None = None
 
 
 class Registry:
@@ -54,7 +57,8 @@ class Registry:
         self._entries[name] = Entry(name, factory, kind, description)
 
     def register_prefix(self, prefix: str, factory: Callable[..., Any], *, kind: str, description: str,
-                        choices: Callable[[], Iterable[str]] | None = None) -> None:
+                        choices: Callable[[], Iterable[str]] | None = None,
+                        parameters: Callable[[str], dict[str, Any]] | None = None) -> None:
         """Make every `prefix:rest` name resolve to `factory(rest, **kwargs)`.
         The factory's first parameter takes `rest`; its keyword parameters are
         the name's parameters."""
@@ -62,7 +66,7 @@ class Registry:
             raise ValueError(f"prefix {prefix!r} must be non-empty and contain no {SEPARATOR!r}")
         if prefix in self._prefixes:
             raise ValueError(f"{self.what} prefix {prefix!r} is already registered")
-        self._prefixes[prefix] = Prefix(prefix, factory, kind, description, choices)
+        self._prefixes[prefix] = Prefix(prefix, factory, kind, description, choices, parameters)
 
     def get(self, name: str) -> Entry:
         if name in self._entries:
@@ -100,6 +104,12 @@ class Registry:
 
     def parameters(self, name: str) -> dict[str, Any]:
         """The constructor's keyword parameters and their defaults."""
+        if SEPARATOR in name and name not in self._entries:
+            prefix, rest = name.split(SEPARATOR, 1)
+            p = self._prefixes.get(prefix)
+            if p is not None and p.parameters is not None:
+                self.get(name)
+                return dict(p.parameters(rest))
         sig = inspect.signature(self.get(name).factory)
         return {
             p.name: p.default

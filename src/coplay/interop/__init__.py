@@ -7,6 +7,10 @@ library raises `MissingExtraError`, which names the extra to install.
     pgx          pgx's game catalogue as coplay environments (`coplay[games]`)
     pettingzoo   coplay environments as PettingZoo parallel and AEC environments
                  (`to_pettingzoo`; `coplay[pettingzoo]`)
+    pettingzoo_host  PettingZoo environments as coplay environments, stepped on
+                 the host (`from_pettingzoo`, `pettingzoo:<module>`)
+    host         the machinery of host-stepped environments (a pool of copies
+                 reached through `jax.pure_callback`)
 """
 
 from __future__ import annotations
@@ -34,5 +38,6 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
 
 # Bridges whose modules import their library lazily can be offered here directly.
 from coplay.interop.pettingzoo import to_pettingzoo  # noqa: E402
+from coplay.interop.pettingzoo_host import from_pettingzoo  # noqa: E402
 
-__all__ = ["MissingExtraError", "require", "to_pettingzoo"]
+__all__ = ["MissingExtraError", "from_pettingzoo", "require", "to_pettingzoo"]

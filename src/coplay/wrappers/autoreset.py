@@ -3,7 +3,10 @@
 The returned TimeStep keeps the finished step's `reward`, `done`, `truncated`
 and `info` (so returns and episode ends are seen), while `obs`, `active`,
 `action_mask` and `global_state` are the new episode's first ones, which is what
-the next action is chosen from."""
+the next action is chosen from.
+
+Environments that already reset themselves inside `step` (`env.auto_resets`,
+e.g. those stepped on the host) are passed through unchanged."""
 
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ class AutoReset(Wrapper):
         return self.env.reset(key)
 
     def _step(self, state: State, actions: jax.Array, key: jax.Array) -> tuple[State, TimeStep]:
+        if self.env.auto_resets:
+            return self.env.step(state, actions, key)
         key_step, key_reset = jax.random.split(key)
         state, ts = self.env.step(state, actions, key_step)
         reset_state, reset_ts = self.env.reset(key_reset)

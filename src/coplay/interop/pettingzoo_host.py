@@ -1,0 +1,410 @@
+"""PettingZoo environments as coplay environments: every coplay algorithm
+trains on them with the same compiled acting and learning code.
+
+    env = from_pettingzoo(simple_spread_v3.parallel_env)        # a function that builds one
+    env = from_pettingzoo(tictactoe_v3.env())                   # or an instance (deep-copied)
+    coplay train algo=mappo env=pettingzoo:mpe2.simple_spread_v3
+    coplay train algo=selfplay_ppo env=pettingzoo:classic.tictactoe_v3
+
+The environment steps on the host (see `coplay.interop.host`): one copy per
+parallel environment and seed, all stepped by one callback per step.
+
+Translation to the contract:
+
+- Agents are `possible_agents` in order (N of them). An agent absent from
+  `agents` is inactive: zero observation, reward 0, all actions legal.
+- Observations are flattened to vectors of float32 and padded with zeros to
+  the largest agent's size. A dict observation `{"observation", "action_mask"}`
+  (PettingZoo's classic games) gives both; otherwise `infos[agent]["action_mask"]`
+  is used where present, else every action is legal.
+- Actions: all `Discrete` (padded to the largest `n`, the padding masked out)
+  or all `Box` of one shape (clipped to the space's bounds on the host).
+- A `ParallelEnv` is stepped with every live agent's action. An `AECEnv` is a
+  turn-based environment: `active` is the selected agent, one coplay step is one
+  agent's move, `step(None)` for agents that are done is done for you, and an
+  agent's reward at each step is `rewards[agent]` after that step.
+- `global_state` is `state()` where the environment implements it, else every
+  agent's observation concatenated.
+- An episode ends when no agent is left; it is `truncated` when agents left by
+  truncation only, or when `max_steps` (default: the environment's
+  `max_cycles` where it has one, else 1000) is reached first.
+
+A PettingZoo environment that breaks its API raises `HostEnvError` naming the
+agent and the step: an observation that does not fit its observation space, or
+an agent that leaves `agents` without being terminated or truncated. One
+episode of random legal play is run when the environment is built, so such
+errors show before anything is compiled.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from coplay.core import spaces as cs
+from coplay.core.errors import ConfigError
+from coplay.core.registry import ENVS
+from coplay.core.types import EnvSpec
+from coplay.interop import require
+from coplay.interop.host import HostCopy, HostEnv, HostEnvError, HostStep, box_bounds
+
+APIS = ("auto", "parallel", "aec")
+DEFAULT_MAX_STEPS = 1000
+
+
+class _Layout:
+    """How one PettingZoo environment's agents, spaces and dicts map to arrays."""
+
+    def __init__(self, name: str, env: Any):
+        gym = require("gymnasium", "pettingzoo", "from_pettingzoo")
+        self.name = name
+        self.agents = list(env.possible_agents)
+        if not self.agents:
+            raise HostEnvError(f"{name}: possible_agents is empty")
+        self.index = {a: i for i, a in enumerate(self.agents)}
+        obs_spaces = [env.observation_space(a) for a in self.agents]
+        self.masked_obs = [isinstance(sp, gym.spaces.Dict) and "observation" in sp.spaces for sp in obs_spaces]
+        inner = [sp["observation"] if m else sp for sp, m in zip(obs_spaces, self.masked_obs)]
+        for a, sp in zip(self.agents, inner):
+            if not isinstance(sp, gym.spaces.Box):
+                raise HostEnvError(
+                    f"{name}: agent {a!r} has observation space {sp}; from_pettingzoo takes Box observations, "
+                    f"or dicts {{'observation': Box, 'action_mask': ...}}")
+        self.obs_spaces = inner
+        self.obs_sizes = [int(np.prod(sp.shape)) for sp in inner]
+        self.obs_dim = max(self.obs_sizes)
+        low, high = box_bounds(inner, self.obs_dim)
+        self.obs_space = cs.Box(low=low, high=high, shape=(self.obs_dim,))
+
+        act_spaces = [env.action_space(a) for a in self.agents]
+        self.act_spaces = act_spaces
+        if all(isinstance(sp, gym.spaces.Discrete) for sp in act_spaces):
+            self.discrete = True
+            self.nvec = [int(sp.n) for sp in act_spaces]
+            self.starts = [int(sp.start) for sp in act_spaces]
+            self.action_space = cs.Discrete(max(self.nvec))
+        elif all(isinstance(sp, gym.spaces.Box) for sp in act_spaces):
+            shapes = {sp.shape for sp in act_spaces}
+            if len(shapes) != 1 or len(next(iter(shapes))) != 1:
+                raise HostEnvError(f"{name}: Box actions must have one 1-d shape for every agent, got "
+                                   + ", ".join(f"{a}: {sp.shape}" for a, sp in zip(self.agents, act_spaces)))
+            self.discrete = False
+            low, high = box_bounds(act_spaces, act_spaces[0].shape[0])
+            self.action_space = cs.Box(low=low, high=high, shape=act_spaces[0].shape)
+        else:
+            raise HostEnvError(
+                f"{name}: action spaces " + ", ".join(f"{a}: {sp}" for a, sp in zip(self.agents, act_spaces))
+                + " are not supported; from_pettingzoo takes Discrete actions for every agent or Box actions "
+                  "of one shape for every agent")
+        self.num_actions = cs.num_actions(self.action_space)
+
+    # -- host values -> arrays -------------------------------------------------
+    def observation(self, agent: str, raw: Any, step: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """The agent's flat observation `[obs_dim]` and the mask carried inside it (or None)."""
+        i = self.index[agent]
+        mask = None
+        if self.masked_obs[i]:
+            if not isinstance(raw, dict) or "observation" not in raw:
+                raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} returned an observation of type "
+                                   f"{type(raw).__name__}, but its observation space is a dict with 'observation'")
+            mask = raw.get("action_mask")
+            raw = raw["observation"]
+        arr = np.asarray(raw)
+        if arr.shape != self.obs_spaces[i].shape:
+            raise HostEnvError(
+                f"{self.name}: agent {agent!r} at step {step} returned an observation of shape {arr.shape}, "
+                f"but its observation space is {self.obs_spaces[i]}")
+        out = np.zeros(self.obs_dim, np.float32)
+        out[:arr.size] = arr.reshape(-1)
+        return out, mask
+
+    def legal(self, agent: str, mask: Any, info: dict | None, step: int) -> np.ndarray:
+        i = self.index[agent]
+        full = np.zeros(self.num_actions, bool)
+        if not self.discrete:
+            return full
+        if mask is None and info:
+            mask = info.get("action_mask")
+        if mask is None:
+            full[:self.nvec[i]] = True
+            return full
+        mask = np.asarray(mask).reshape(-1)
+        if mask.size != self.nvec[i]:
+            raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} gave an action mask of size "
+                               f"{mask.size}, but it has {self.nvec[i]} actions")
+        full[:mask.size] = mask.astype(bool)
+        return full
+
+    def action(self, i: int, a: np.ndarray) -> Any:
+        if self.discrete:
+            return int(a) + self.starts[i]
+        sp = self.act_spaces[i]
+        return np.clip(np.asarray(a, sp.dtype), sp.low, sp.high)
+
+    def step_arrays(self, obs: dict, masks: dict, infos: dict, live: list[str], reward: dict, step: int):
+        n = len(self.agents)
+        o = np.zeros((n, self.obs_dim), np.float32)
+        m = np.ones((n, self.num_actions), bool)
+        active = np.zeros(n, bool)
+        for a in live:
+            i = self.index[a]
+            o[i], inner_mask = self.observation(a, obs[a], step)
+            m[i] = self.legal(a, inner_mask if inner_mask is not None else masks.get(a), infos.get(a), step)
+            active[i] = True
+        r = np.zeros(n, np.float32)
+        for a, v in reward.items():
+            if a in self.index:
+                r[self.index[a]] = float(v)
+        return o, m, active, r
+
+
+def _vanished(name: str, before: list[str], after: list[str], term: dict, trunc: dict, step: int) -> None:
+    for a in before:
+        if a not in after and not (term.get(a) or trunc.get(a)):
+            raise HostEnvError(f"{name}: agent {a!r} left `agents` at step {step} without being terminated or "
+                               f"truncated (terminations[{a!r}]={term.get(a)}, truncations[{a!r}]={trunc.get(a)})")
+
+
+class _ParallelCopy(HostCopy):
+    def __init__(self, env: Any, layout: _Layout, state_fn: Callable | None):
+        self.env, self.layout, self.state_fn = env, layout, state_fn
+        self.t = 0
+
+    def _host_step(self, obs, infos, reward, done, truncated) -> HostStep:
+        live = [a for a in self.env.agents if a in obs]
+        o, m, active, r = self.layout.step_arrays(obs, {}, infos or {}, live, reward, self.t)
+        if done:
+            active[:] = False
+        gs = self.state_fn(self.env, o)
+        return HostStep(obs=o, reward=r, done=done, truncated=truncated, active=active, action_mask=m,
+                        global_state=gs)
+
+    def reset(self, seed: int) -> HostStep:
+        obs, infos = self.env.reset(seed=seed)
+        self.t = 0
+        return self._host_step(obs, infos, {}, False, False)
+
+    def step(self, actions: np.ndarray) -> HostStep:
+        before = list(self.env.agents)
+        act = {a: self.layout.action(self.layout.index[a], actions[self.layout.index[a]]) for a in before}
+        obs, rew, term, trunc, infos = self.env.step(act)
+        self.t += 1
+        _vanished(self.layout.name, before, list(self.env.agents), term, trunc, self.t)
+        done = not self.env.agents
+        truncated = done and any(trunc.get(a, False) for a in before) and not any(term.get(a, False) for a in before)
+        return self._host_step(obs, infos, rew, done, truncated)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class _AECCopy(HostCopy):
+    def __init__(self, env: Any, layout: _Layout, state_fn: Callable | None):
+        self.env, self.layout, self.state_fn = env, layout, state_fn
+        self.t = 0
+
+    def _retire_done(self, reward: np.ndarray, ended: dict) -> None:
+        """Step `None` for selected agents that are done (PettingZoo's protocol)."""
+        env = self.env
+        while env.agents and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+            a = env.agent_selection
+            ended[a] = "terminated" if env.terminations[a] else "truncated"
+            before = list(env.agents)
+            env.step(None)
+            self._collect(reward)
+            _vanished(self.layout.name, [b for b in before if b != a], list(env.agents),
+                      env.terminations, env.truncations, self.t)
+
+    def _collect(self, reward: np.ndarray) -> None:
+        for a, v in self.env.rewards.items():
+            reward[self.layout.index[a]] += float(v)
+
+    def _host_step(self, reward: np.ndarray, done: bool, truncated: bool) -> HostStep:
+        env, lay = self.env, self.layout
+        n = len(lay.agents)
+        o = np.zeros((n, lay.obs_dim), np.float32)
+        m = np.ones((n, lay.num_actions), bool)
+        active = np.zeros(n, bool)
+        for a in env.agents:
+            i = lay.index[a]
+            o[i], inner = lay.observation(a, env.observe(a), self.t)
+            m[i] = lay.legal(a, inner, env.infos.get(a), self.t)
+        if env.agents:
+            active[lay.index[env.agent_selection]] = True
+        return HostStep(obs=o, reward=reward, done=done, truncated=truncated, active=active, action_mask=m,
+                        global_state=self.state_fn(env, o))
+
+    def reset(self, seed: int) -> HostStep:
+        self.env.reset(seed=seed)
+        self.t = 0
+        reward = np.zeros(len(self.layout.agents), np.float32)
+        self._retire_done(reward, {})
+        return self._host_step(reward, not self.env.agents, False)
+
+    def step(self, actions: np.ndarray) -> HostStep:
+        env = self.env
+        agent = env.agent_selection
+        before = list(env.agents)
+        env.step(self.layout.action(self.layout.index[agent], actions[self.layout.index[agent]]))
+        self.t += 1
+        _vanished(self.layout.name, before, list(env.agents), env.terminations, env.truncations, self.t)
+        reward = np.zeros(len(self.layout.agents), np.float32)
+        self._collect(reward)
+        ended: dict[str, str] = {}
+        self._retire_done(reward, ended)
+        done = not env.agents
+        truncated = done and bool(ended) and all(v == "truncated" for v in ended.values())
+        return self._host_step(reward, done, truncated)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def _state_fn(probe: Any) -> Callable[[Any, np.ndarray], np.ndarray]:
+    try:
+        s = np.asarray(probe.state(), np.float32)
+    except (NotImplementedError, AttributeError):
+        return lambda env, obs: obs.reshape(-1)
+    shape = s.shape
+    return lambda env, obs: np.asarray(env.state(), np.float32).reshape(shape)
+
+
+def _is_parallel(env: Any) -> bool:
+    from pettingzoo.utils.env import AECEnv, ParallelEnv
+
+    if isinstance(env, ParallelEnv):
+        return True
+    if isinstance(env, AECEnv):
+        return False
+    raise ConfigError(f"from_pettingzoo needs a PettingZoo ParallelEnv or AECEnv (or a function that builds one), "
+                      f"got {type(env).__name__}")
+
+
+def from_pettingzoo(env_or_factory: Any, *, name: str | None = None, max_steps: int | None = None,
+                    max_copies: int = 4096) -> HostEnv:
+    """A PettingZoo `ParallelEnv` or `AECEnv` (or a function building one) as a
+    coplay environment stepped on the host. Instances are copied with
+    `copy.deepcopy` for each parallel environment; a function is called."""
+    require("pettingzoo", "pettingzoo", "from_pettingzoo")
+    if callable(env_or_factory) and not hasattr(env_or_factory, "possible_agents"):
+        factory = env_or_factory
+    else:
+        template = env_or_factory
+        factory = lambda: copy.deepcopy(template)  # noqa: E731
+    probe = factory()
+    parallel = _is_parallel(probe)
+    name = name or f"pettingzoo:{getattr(probe, 'metadata', {}).get('name', type(probe).__name__)}"
+    layout = _Layout(name, probe)
+    if max_steps is None:
+        cycles = getattr(probe.unwrapped, "max_cycles", None)
+        max_steps = int(cycles) * (1 if parallel else len(layout.agents)) if cycles else DEFAULT_MAX_STEPS
+    if max_steps < 1:
+        raise ConfigError(f"{name}: max_steps must be >= 1, got {max_steps}")
+    probe.reset(seed=0)
+    state_fn = _state_fn(probe)
+    probe.close()
+    cls = _ParallelCopy if parallel else _AECCopy
+    make_copy = lambda: cls(factory(), layout, state_fn)  # noqa: E731
+    state_shape = _probe_episode(make_copy(), layout, max_steps)
+    spec = EnvSpec(
+        name=name,
+        num_agents=len(layout.agents),
+        obs_space=layout.obs_space,
+        action_space=layout.action_space,
+        global_state_space=cs.Box(low=-np.inf, high=np.inf, shape=state_shape),
+        max_steps=max_steps,
+        roles=tuple(layout.agents),
+        turn_based=not parallel,
+    )
+    return HostEnv(make_copy, spec, max_copies=max_copies)
+
+
+def _probe_episode(copy_: HostCopy, layout: _Layout, max_steps: int, seed: int = 0) -> tuple[int, ...]:
+    """One episode of random legal play on a fresh copy, so that a broken API fails
+    when the environment is built. Returns the global state's shape."""
+    rng = np.random.default_rng(seed)
+    ts = copy_.reset(seed)
+    shape = np.shape(ts.global_state)
+    sp = layout.action_space
+    for _ in range(max_steps):
+        if layout.discrete:
+            actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in ts.action_mask])
+        else:
+            actions = rng.uniform(max(sp.low, -1.0), min(sp.high, 1.0), (len(layout.agents), *sp.shape))
+        ts = copy_.step(actions)
+        if ts.done:
+            break
+    copy_.close()
+    return shape
+
+
+# -- the `pettingzoo:` registry prefix ------------------------------------------
+def _module(path: str):
+    require("pettingzoo", "pettingzoo", f"pettingzoo:{path}")
+    errors = []
+    for candidate in (path, f"pettingzoo.{path}"):
+        try:
+            return importlib.import_module(candidate)
+        except ImportError as e:
+            errors.append(f"{candidate}: {e}")
+    raise ConfigError(f"pettingzoo:{path}: no such module ({'; '.join(errors)}); name a module that has env() "
+                      f"or parallel_env(), e.g. pettingzoo:mpe2.simple_spread_v3 or pettingzoo:classic.tictactoe_v3")
+
+
+_OWN = {"api": "auto", "max_steps": None, "max_copies": 4096}
+
+
+def env_parameters(path: str) -> dict[str, Any]:
+    """`pettingzoo:<module>` takes the module's environment arguments and coplay's own."""
+    module = _module(path)
+    ctor = getattr(module, "raw_env", None) or getattr(module, "env", None)
+    params = {}
+    if ctor is not None:
+        for p in inspect.signature(ctor).parameters.values():
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "render_mode":
+                params[p.name] = None if p.default is inspect.Parameter.empty else p.default
+    params.update(_OWN)
+    return params
+
+
+def make_pettingzoo(path: str, **kwargs: Any) -> HostEnv:
+    """`pettingzoo:<module>`: the module's `parallel_env` (simultaneous moves) or
+    `env` (turn-based) as a coplay environment. `api` picks one where the module has both."""
+    module = _module(path)
+    own = {k: kwargs.pop(k, v) for k, v in _OWN.items()}
+    api = own["api"]
+    if api not in APIS:
+        raise ConfigError(f"pettingzoo:{path}: api={api!r} is not one of {', '.join(APIS)}")
+    has_parallel, has_aec = hasattr(module, "parallel_env"), hasattr(module, "env")
+    if api == "auto":
+        api = "parallel" if has_parallel else "aec"
+    if (api == "parallel" and not has_parallel) or (api == "aec" and not has_aec):
+        raise ConfigError(f"pettingzoo:{path} has no {'parallel_env' if api == 'parallel' else 'env'}(); "
+                          f"valid api values here: {', '.join(a for a, ok in (('parallel', has_parallel), ('aec', has_aec)) if ok)}")
+    ctor = module.parallel_env if api == "parallel" else module.env
+    kwargs = {k: v for k, v in kwargs.items() if v is not None or k not in _unset_defaults(path)}
+    return from_pettingzoo(lambda: ctor(**kwargs), name=f"pettingzoo:{path}", max_steps=own["max_steps"],
+                           max_copies=own["max_copies"])
+
+
+def _unset_defaults(path: str) -> set[str]:
+    """Parameters whose constructor default is unknown (shown as None): left out unless set."""
+    module = _module(path)
+    ctor = getattr(module, "raw_env", None) or getattr(module, "env", None)
+    if ctor is None:
+        return set()
+    return {p.name for p in inspect.signature(ctor).parameters.values() if p.default is inspect.Parameter.empty}
+
+
+ENVS.register_prefix(
+    "pettingzoo", make_pettingzoo, kind="host", parameters=env_parameters,
+    description="Any PettingZoo environment by its module, e.g. pettingzoo:mpe2.simple_spread_v3, "
+                "pettingzoo:classic.tictactoe_v3; stepped on the host (needs `pip install coplay[pettingzoo]`).",
+)
+
+__all__ = ["from_pettingzoo", "make_pettingzoo"]

@@ -1,0 +1,218 @@
+"""PettingZoo environments as coplay environments (`from_pettingzoo`,
+`pettingzoo:<module>`): faithful steps on mpe2's simple_spread and PettingZoo's
+tic-tac-toe, single-use states, copy recycling, resumed handles, and errors
+that name the agent and the step when an environment breaks the API."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+pytest.importorskip("pettingzoo")
+mpe2 = pytest.importorskip("mpe2")
+
+import coplay  # noqa: E402
+from coplay.core.errors import ConfigError, UnknownNameError  # noqa: E402
+from coplay.interop import from_pettingzoo  # noqa: E402
+from coplay.interop.host import HostEnvError, HostState  # noqa: E402
+from coplay.wrappers import AutoReset, EpisodeStats  # noqa: E402
+from gymnasium import spaces  # noqa: E402
+from mpe2 import simple_spread_v3  # noqa: E402
+from pettingzoo import ParallelEnv  # noqa: E402
+from pettingzoo.classic import tictactoe_v3  # noqa: E402
+
+SPREAD = "pettingzoo:mpe2.simple_spread_v3"
+
+
+def test_simple_spread_steps_match_mpe2_itself():
+    env = coplay.make(SPREAD)
+    spec = env.spec
+    assert (spec.num_agents, spec.obs_space.shape, spec.action_space.n, spec.max_steps) == (3, (18,), 5, 25)
+    assert spec.roles == ("agent_0", "agent_1", "agent_2") and not spec.turn_based
+    raw = simple_spread_v3.parallel_env()
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
+    state, ts = reset(jax.random.PRNGKey(3))
+    # The copy's seed comes from the key: replay the same seed on a raw mpe2 env.
+    seed = int(np.asarray(jax.random.PRNGKey(3), np.uint64)[0]) << 32 | int(np.asarray(jax.random.PRNGKey(3))[1])
+    obs, _ = raw.reset(seed=seed)
+    np.testing.assert_allclose(ts.obs, np.stack([obs[a] for a in raw.possible_agents]), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ts.global_state, raw.state(), rtol=1e-6, atol=1e-6)
+    rng = np.random.default_rng(0)
+    total = np.zeros(3)
+    for t in range(25):
+        a = rng.integers(0, 5, 3).astype(np.int32)
+        state, ts = step(state, jnp.asarray(a), jax.random.PRNGKey(100 + t))
+        obs, rew, *_ = raw.step({f"agent_{i}": int(a[i]) for i in range(3)})
+        r = np.array([rew[f"agent_{i}"] for i in range(3)])
+        np.testing.assert_allclose(ts.reward, r, rtol=1e-5)
+        total += r
+        if t < 24:
+            assert not bool(ts.done)
+            np.testing.assert_allclose(ts.obs, np.stack([obs[f"agent_{i}"] for i in range(3)]), rtol=1e-5, atol=1e-6)
+    # The last step ends by mpe2's own truncation; the copy has already started a new episode.
+    assert bool(ts.done) and bool(ts.truncated)
+    assert not np.allclose(ts.obs, np.stack([obs[f"agent_{i}"] for i in range(3)]))
+    assert np.all(np.asarray(ts.active))
+
+
+def test_vmapped_episodes_under_autoreset_keep_returns_and_lengths():
+    env = AutoReset(EpisodeStats(coplay.make(SPREAD)))
+    n = 6
+    state, ts = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), n))
+    assert ts.obs.shape == (n, 3, 18) and ts.obs.dtype == jnp.float32 and ts.action_mask.shape == (n, 3, 5)
+    assert len(set(np.asarray(state.env_state.slot).tolist())) == n  # one copy per episode
+
+    @jax.jit
+    def roll(state, key):
+        def body(s, k):
+            a = jax.random.randint(k, (n, 3), 0, 5)
+            s, ts = jax.vmap(env.step)(s, a, jax.random.split(k, n))
+            return s, (ts.reward.mean(-1), ts.info["episode/return"].mean(-1), ts.info["episode/done"],
+                       ts.info["episode/length"])
+        return jax.lax.scan(body, state, jax.random.split(key, 60))
+
+    state, (reward, ep_return, done, length) = roll(state, jax.random.PRNGKey(1))
+    done = np.asarray(done)
+    assert done.sum() == 2 * n and np.all(np.asarray(length)[done] == 25)
+    # Episode returns are the rewards summed over the first 25 steps of each copy.
+    np.testing.assert_allclose(np.asarray(ep_return)[24], np.asarray(reward)[:25].sum(0), rtol=1e-4)
+
+
+def test_a_state_is_used_once_and_recycled_copies_refuse_old_handles():
+    env = from_pettingzoo(simple_spread_v3.parallel_env, max_copies=2)
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
+    a = jnp.zeros(3, jnp.int32)
+    s0, _ = reset(jax.random.PRNGKey(0))
+    s1, _ = step(s0, a, jax.random.PRNGKey(1))
+    with pytest.raises(Exception, match="stepped twice"):
+        step(s0, a, jax.random.PRNGKey(2)).__getitem__(1).reward.block_until_ready()
+    s1, _ = step(s1, a, jax.random.PRNGKey(3))  # the live handle goes on
+    t0, _ = reset(jax.random.PRNGKey(4))  # second copy
+    t1, _ = reset(jax.random.PRNGKey(5))  # pool full: recycles the least recently used copy (s1's)
+    assert int(t1.slot) == int(s1.slot)
+    with pytest.raises(Exception, match="recycled"):
+        step(s1, a, jax.random.PRNGKey(6))[1].reward.block_until_ready()
+    with pytest.raises(HostEnvError, match="max_copies"):
+        from_pettingzoo(simple_spread_v3.parallel_env, max_copies=0)
+
+
+def test_a_handle_from_another_process_restarts_its_episode_as_truncated():
+    env = coplay.make(SPREAD)
+    foreign = HostState(slot=jnp.int32(0), generation=jnp.int32(7), pool=jnp.int32(env.pool.id ^ 1))
+    state, ts = jax.jit(env.step)(foreign, jnp.zeros(3, jnp.int32), jax.random.PRNGKey(0))
+    assert bool(ts.done) and bool(ts.truncated) and np.all(np.asarray(ts.reward) == 0)
+    assert int(state.pool) == env.pool.id
+    state, ts = jax.jit(env.step)(state, jnp.zeros(3, jnp.int32), jax.random.PRNGKey(1))
+    assert not bool(ts.done) and np.all(np.asarray(ts.reward) < 0)
+
+
+def test_tictactoe_is_turn_based_with_masks_and_zero_sum_rewards():
+    env = coplay.make("pettingzoo:classic.tictactoe_v3", max_steps=9)
+    spec = env.spec
+    assert spec.turn_based and spec.num_agents == 2 and spec.action_space.n == 9 and spec.obs_space.shape == (18,)
+    assert spec.roles == ("player_1", "player_2")
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
+    state, ts = reset(jax.random.PRNGKey(0))
+    # player_1 takes squares 0, 1, 2 (PettingZoo numbers squares down the columns), player_2 takes 3, 4.
+    moves = [0, 3, 1, 4, 2]
+    for t, square in enumerate(moves):
+        mover = t % 2
+        assert np.asarray(ts.active).tolist() == [mover == 0, mover == 1]
+        assert bool(ts.action_mask[mover, square])
+        taken = moves[:t]
+        assert not np.any(np.asarray(ts.action_mask[mover])[taken])
+        actions = jnp.array([square, square], jnp.int32)  # the inactive row is ignored
+        state, ts = step(state, actions, jax.random.PRNGKey(t))
+        if t < len(moves) - 1:
+            assert not bool(ts.done) and np.all(np.asarray(ts.reward) == 0)
+    assert bool(ts.done) and not bool(ts.truncated)
+    np.testing.assert_array_equal(ts.reward, [1.0, -1.0])
+    # The next episode has begun: player_1 to move on an empty board.
+    assert np.asarray(ts.active).tolist() == [True, False] and bool(np.all(ts.action_mask[0]))
+
+
+def test_registry_passes_environment_arguments_and_refuses_unknown_ones():
+    env = coplay.make(SPREAD, N=2, max_cycles=10)
+    assert env.spec.num_agents == 2 and env.spec.max_steps == 10
+    assert "local_ratio" in coplay.ENVS.parameters(SPREAD)
+    with pytest.raises(UnknownNameError, match="local_ratio"):
+        coplay.make(SPREAD, local_ration=0.3)
+    with pytest.raises(ConfigError, match="no such module"):
+        coplay.make("pettingzoo:mpe2.no_such_env_v0")
+    with pytest.raises(ConfigError, match="api='turns' is not one of auto, parallel, aec"):
+        coplay.make(SPREAD, api="turns")
+    with pytest.raises(ConfigError, match="valid api values here: aec"):
+        coplay.make("pettingzoo:classic.tictactoe_v3", api="parallel")
+
+
+class _Broken(ParallelEnv):
+    """Two agents; breaks the API in the way named by `fault` at step `at` of episode `episode`."""
+
+    metadata = {"name": "broken_v0"}
+
+    def __init__(self, fault: str, at: int = 3, episode: int = 0):
+        self.fault, self.at, self.episode = fault, at, episode
+        self.possible_agents = ["a_0", "a_1"]
+        self.episodes = -1
+
+    def observation_space(self, agent):
+        return spaces.Box(-1.0, 1.0, (4,), np.float32)
+
+    def action_space(self, agent):
+        return spaces.Discrete(3)
+
+    def _obs(self):
+        bad = self.fault == "shape" and self.t == self.at and self.episodes == self.episode
+        return {a: np.zeros(5 if (bad and a == "a_1") else 4, np.float32) for a in self.agents}
+
+    def reset(self, seed=None, options=None):
+        self.agents = list(self.possible_agents)
+        self.t = 0
+        self.episodes += 1
+        return self._obs(), {a: {} for a in self.agents}
+
+    def step(self, actions):
+        self.t += 1
+        if self.fault == "vanish" and self.t == self.at and self.episodes == self.episode:
+            self.agents = ["a_0"]  # a_1 leaves without being terminated or truncated
+        end = self.t >= 10
+        term = {a: False for a in self.agents}
+        trunc = {a: end for a in self.agents}
+        obs, rew, info = self._obs(), {a: 0.0 for a in self.agents}, {a: {} for a in self.agents}
+        if end:
+            self.agents = []
+        return obs, rew, term, trunc, info
+
+
+@pytest.mark.parametrize("fault,message", [
+    ("vanish", "agent 'a_1' left `agents` at step 3 without being terminated or truncated"),
+    ("shape", r"agent 'a_1' at step 3 returned an observation of shape \(5,\)"),
+])
+def test_broken_environments_are_refused_naming_agent_and_step(fault, message):
+    # Broken in the first episode: caught when the environment is built, before compiling.
+    with pytest.raises(HostEnvError, match=message):
+        from_pettingzoo(functools.partial(_Broken, fault), name="broken")
+    # Broken only in a later episode: caught while stepping, with the same message.
+    env = from_pettingzoo(functools.partial(_Broken, fault, episode=1), name="broken")
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
+    state, _ = reset(jax.random.PRNGKey(0))
+    with pytest.raises(Exception, match=message):
+        for t in range(10 + 3):  # episode 0 lasts 10 steps; the fault is at step 3 of episode 1
+            state, ts = step(state, jnp.zeros(2, jnp.int32), jax.random.PRNGKey(t))
+        ts.reward.block_until_ready()
+
+
+def test_non_pettingzoo_objects_and_unsupported_spaces_are_refused():
+    with pytest.raises(ConfigError, match="ParallelEnv or AECEnv"):
+        from_pettingzoo(lambda: object())
+
+    class Mixed(_Broken):
+        def action_space(self, agent):
+            return spaces.Discrete(3) if agent == "a_0" else spaces.Box(0, 1, (2,))
+
+    with pytest.raises(HostEnvError, match="Discrete actions for every agent or Box actions"):
+        from_pettingzoo(lambda: Mixed("none"))
