@@ -18,7 +18,7 @@ mpe2 = pytest.importorskip("mpe2")
 import coplay  # noqa: E402
 from coplay.core.errors import ConfigError, UnknownNameError  # noqa: E402
 from coplay.interop import from_pettingzoo  # noqa: E402
-from coplay.interop.host import HostEnvError, HostState  # noqa: E402
+from coplay.interop.host import HostEnvError, HostState, copy_seed  # noqa: E402
 from coplay.wrappers import AutoReset, EpisodeStats  # noqa: E402
 from gymnasium import spaces  # noqa: E402
 from mpe2 import simple_spread_v3  # noqa: E402
@@ -37,8 +37,7 @@ def test_simple_spread_steps_match_mpe2_itself():
     reset, step = jax.jit(env.reset), jax.jit(env.step)
     state, ts = reset(jax.random.PRNGKey(3))
     # The copy's seed comes from the key: replay the same seed on a raw mpe2 env.
-    seed = int(np.asarray(jax.random.PRNGKey(3), np.uint64)[0]) << 32 | int(np.asarray(jax.random.PRNGKey(3))[1])
-    obs, _ = raw.reset(seed=seed)
+    obs, _ = raw.reset(seed=copy_seed(np.asarray(jax.random.PRNGKey(3))))
     np.testing.assert_allclose(ts.obs, np.stack([obs[a] for a in raw.possible_agents]), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(ts.global_state, raw.state(), rtol=1e-6, atol=1e-6)
     rng = np.random.default_rng(0)
@@ -216,3 +215,54 @@ def test_non_pettingzoo_objects_and_unsupported_spaces_are_refused():
 
     with pytest.raises(HostEnvError, match="Discrete actions for every agent or Box actions"):
         from_pettingzoo(lambda: Mixed("none"))
+
+
+def _random_rollout(env, n: int = 6, steps: int = 30):
+    """Rewards and observations of `steps` vmapped random steps of `n` copies."""
+    state, _ = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), n))
+
+    @jax.jit
+    def roll(state, key):
+        def body(s, k):
+            a = jax.random.randint(k, (n, 3), 0, 5)
+            s, ts = jax.vmap(env.step)(s, a, jax.random.split(k, n))
+            return s, (ts.reward, ts.obs, ts.done)
+        return jax.lax.scan(body, state, jax.random.split(key, steps))
+
+    return jax.device_get(roll(state, jax.random.PRNGKey(1))[1])
+
+
+@pytest.mark.parametrize("backend", ["process", "ray"])
+def test_copies_in_worker_processes_give_the_same_episodes(backend):
+    if backend == "ray":
+        pytest.importorskip("ray")
+    local = _random_rollout(coplay.make(SPREAD))
+    env = coplay.make(SPREAD, workers=2, worker_backend=backend)
+    try:
+        remote = _random_rollout(env)
+        if backend == "process":  # the copies really live in the two worker processes
+            assert len(env.pool.store.procs) == 2 and all(p.is_alive() for p in env.pool.store.procs)
+    finally:
+        env.close()
+    for a, b in zip(local, remote):
+        np.testing.assert_array_equal(a, b)
+    assert np.asarray(local[2]).sum() == 6  # every copy finished one 25-step episode
+
+
+def test_worker_errors_and_deaths_reach_the_caller():
+    env = from_pettingzoo(functools.partial(_Broken, "vanish", episode=1), name="broken", workers=2)
+    reset, step = jax.jit(jax.vmap(env.reset)), jax.jit(jax.vmap(env.step))
+    try:
+        state, _ = reset(jax.random.split(jax.random.PRNGKey(0), 2))
+        with pytest.raises(Exception, match="agent 'a_1' left `agents` at step 3"):
+            for t in range(13):
+                state, ts = step(state, jnp.zeros((2, 2), jnp.int32), jax.random.split(jax.random.PRNGKey(t), 2))
+            ts.reward.block_until_ready()
+        env.pool.store.procs[1].kill()
+        env.pool.store.procs[1].join()
+        with pytest.raises(Exception, match="host worker process .* died"):
+            reset(jax.random.split(jax.random.PRNGKey(1), 2))[1].reward.block_until_ready()
+    finally:
+        env.close()
+    with pytest.raises(HostEnvError, match="worker_backend='threads' is not one of process, ray"):
+        from_pettingzoo(simple_spread_v3.parallel_env, workers=2, worker_backend="threads")

@@ -9,6 +9,9 @@ library raises `MissingExtraError`, which names the extra to install.
                  (`to_pettingzoo`; `coplay[pettingzoo]`)
     pettingzoo_host  PettingZoo environments as coplay environments, stepped on
                  the host (`from_pettingzoo`, `pettingzoo:<module>`)
+    gymnasium    single-agent Gymnasium environments as coplay environments
+                 (`from_gymnasium`, `gym:<id>`) and back (`to_gymnasium`)
+    layout       how gymnasium spaces of named agents map onto coplay's arrays
     host         the machinery of host-stepped environments (a pool of copies
                  reached through `jax.pure_callback`)
 """
@@ -39,5 +42,6 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
 # Bridges whose modules import their library lazily can be offered here directly.
 from coplay.interop.pettingzoo import to_pettingzoo  # noqa: E402
 from coplay.interop.pettingzoo_host import from_pettingzoo  # noqa: E402
+from coplay.interop.gymnasium import from_gymnasium, to_gymnasium  # noqa: E402
 
-__all__ = ["MissingExtraError", "from_pettingzoo", "require", "to_pettingzoo"]
+__all__ = ["MissingExtraError", "from_gymnasium", "from_pettingzoo", "require", "to_gymnasium", "to_pettingzoo"]

@@ -26,6 +26,17 @@ What differs from a JAX environment, and why:
 
 Seeds for the copies come from the JAX keys given to `reset` and `step`, so a
 run is reproducible for a given seed, as far as the foreign environment is.
+
+**Where the copies live.** By default in this process, stepped one after
+another inside the callback. With `workers=W` they are spread over W worker
+processes (`worker_backend="process"`, spawned) or W Ray actors
+(`worker_backend="ray"`, which a Ray cluster can place on other machines),
+copy `slot` on worker `slot % W`; each step sends every worker its copies'
+actions at once and gathers the results, so slow environments step in
+parallel. The handles' bookkeeping stays here, and the episodes are the same
+as with `workers=0`. A worker that dies raises `HostEnvError` at the next step
+(its copies are lost). As with any spawned process, a script that uses
+process workers needs the `if __name__ == "__main__":` guard.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ from __future__ import annotations
 import abc
 import itertools
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,20 +99,215 @@ class HostState:
 _STEP_FIELDS = ("obs", "reward", "done", "truncated", "active", "action_mask", "global_state")
 
 
-def _seed(key_data: np.ndarray) -> int:
+def copy_seed(key_data: np.ndarray) -> int:
+    """The integer seed a copy is reset with, from the raw data of a JAX key."""
     k = np.asarray(key_data, np.uint64).reshape(-1)
     return int(k[0]) << 32 | int(k[-1])
 
 
-class HostPool:
-    """The copies behind one host environment, with their handles' bookkeeping."""
+@dataclass
+class Command:
+    """What one copy does in a batched call: `start` a new episode (creating the
+    copy if `slot` is new), or `step` it; a step that ends the episode (by the
+    environment, or at `at_limit`, the step limit) starts the next one with `seed`."""
 
-    def __init__(self, make_copy, spec: EnvSpec, max_copies: int):
+    slot: int
+    seed: int
+    action: np.ndarray | None = None  # None: start
+    at_limit: bool = False
+
+
+def run_commands(copies: dict[int, HostCopy], make_copy: Callable[[], HostCopy], commands: list[Command]
+                 ) -> list[HostStep]:
+    """Carry out `commands` on `copies` (slot -> copy), in order; shared by every store."""
+    out = []
+    for c in commands:
+        if c.slot not in copies:
+            copies[c.slot] = make_copy()
+        copy_ = copies[c.slot]
+        if c.action is None:
+            out.append(copy_.reset(c.seed))
+            continue
+        ts = copy_.step(c.action)
+        if not ts.done and c.at_limit:
+            ts.done = ts.truncated = True
+        if ts.done:  # the next episode starts now; the finished step's reward and flags are kept
+            first = copy_.reset(c.seed)
+            ts = HostStep(obs=first.obs, reward=ts.reward, done=True, truncated=ts.truncated,
+                          active=first.active, action_mask=first.action_mask, global_state=first.global_state)
+        out.append(ts)
+    return out
+
+
+class LocalStore:
+    """Copies in this process, stepped one after another."""
+
+    def __init__(self, make_copy: Callable[[], HostCopy]):
         self.make_copy = make_copy
+        self.copies: dict[int, HostCopy] = {}
+
+    def run(self, commands: list[Command]) -> list[HostStep]:
+        return run_commands(self.copies, self.make_copy, commands)
+
+    def close(self) -> None:
+        for c in self.copies.values():
+            c.close()
+        self.copies.clear()
+
+
+class _ShardedStore:
+    """Copies spread over `workers` workers, copy `slot` on worker `slot % workers`;
+    each batched call sends every worker its commands at once, then gathers."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+
+    def run(self, commands: list[Command]) -> list[HostStep]:
+        groups: list[list[int]] = [[] for _ in range(self.workers)]
+        for i, c in enumerate(commands):
+            groups[c.slot % self.workers].append(i)
+        busy = [w for w, g in enumerate(groups) if g]
+        for w in busy:
+            self._send(w, [commands[i] for i in groups[w]])
+        out: list[HostStep | None] = [None] * len(commands)
+        for w in busy:  # every worker is stepping its copies while we wait for the first
+            for i, ts in zip(groups[w], self._receive(w)):
+                out[i] = ts
+        return out  # type: ignore[return-value]
+
+
+def _process_worker(conn, make_copy_bytes: bytes) -> None:
+    import cloudpickle
+
+    make_copy = cloudpickle.loads(make_copy_bytes)
+    copies: dict[int, HostCopy] = {}
+    while True:
+        commands = conn.recv()
+        if commands is None:
+            break
+        try:
+            conn.send(("ok", run_commands(copies, make_copy, commands)))
+        except Exception as e:  # noqa: BLE001 - the error travels to the main process
+            conn.send(("error", e))
+    for c in copies.values():
+        c.close()
+
+
+class ProcessStore(_ShardedStore):
+    """Copies in `workers` worker processes (spawned, so they start clean of JAX's threads)."""
+
+    def __init__(self, make_copy: Callable[[], HostCopy], workers: int):
+        import multiprocessing as mp
+
+        import cloudpickle  # gymnasium's own dependency: it ships the factory to the workers
+
+        super().__init__(workers)
+        ctx = mp.get_context("spawn")
+        payload = cloudpickle.dumps(make_copy)
+        self.conns, self.procs = [], []
+        for _ in range(workers):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_process_worker, args=(child, payload), daemon=True)
+            proc.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(proc)
+
+    def _died(self, w: int) -> HostEnvError:
+        self.procs[w].join(timeout=1)
+        return HostEnvError(f"host worker process {self.procs[w].pid} died (exit code {self.procs[w].exitcode}); "
+                            f"its environment copies are lost: build the environment again")
+
+    def _send(self, w: int, commands: list[Command]) -> None:
+        try:
+            self.conns[w].send(commands)
+        except (BrokenPipeError, OSError):
+            raise self._died(w) from None
+
+    def _receive(self, w: int) -> list[HostStep]:
+        try:
+            status, value = self.conns[w].recv()
+        except (EOFError, OSError):
+            raise self._died(w) from None
+        if status == "error":
+            raise value
+        return value
+
+    def close(self) -> None:
+        for conn, proc in zip(self.conns, self.procs):
+            try:
+                conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+        self.conns, self.procs = [], []
+
+
+class RayStore(_ShardedStore):
+    """Copies in `workers` Ray actors, which a Ray cluster may place on other machines
+    (`pip install coplay[ray]`; uses the running Ray instance, or starts a local one)."""
+
+    def __init__(self, make_copy: Callable[[], HostCopy], workers: int):
+        from coplay.interop import require
+
+        ray = require("ray", "ray", "host workers on Ray")
+        super().__init__(workers)
+        if not ray.is_initialized():
+            ray.init(include_dashboard=False, log_to_driver=False)
+        actor = ray.remote(num_cpus=0)(_RayWorker)
+        self.ray = ray
+        self.actors = [actor.remote(make_copy) for _ in range(workers)]
+        self.pending: dict[int, Any] = {}
+
+    def _send(self, w: int, commands: list[Command]) -> None:
+        self.pending[w] = self.actors[w].run.remote(commands)
+
+    def _receive(self, w: int) -> list[HostStep]:
+        try:
+            return self.ray.get(self.pending.pop(w))
+        except self.ray.exceptions.RayTaskError as e:
+            raise e.as_instanceof_cause() from None
+
+    def close(self) -> None:
+        for a in self.actors:
+            self.ray.kill(a)
+        self.actors = []
+
+
+class _RayWorker:
+    def __init__(self, make_copy: Callable[[], HostCopy]):
+        self.store = LocalStore(make_copy)
+
+    def run(self, commands: list[Command]) -> list[HostStep]:
+        return self.store.run(commands)
+
+
+BACKENDS = ("process", "ray")
+
+
+def make_store(make_copy: Callable[[], HostCopy], workers: int, backend: str):
+    """Where the copies live: this process (`workers=0`), or `workers` processes or Ray actors."""
+    if workers < 0:
+        raise HostEnvError(f"workers must be >= 0, got {workers}")
+    if backend not in BACKENDS:
+        raise HostEnvError(f"worker_backend={backend!r} is not one of {', '.join(BACKENDS)}")
+    if workers == 0:
+        return LocalStore(make_copy)
+    return (ProcessStore if backend == "process" else RayStore)(make_copy, workers)
+
+
+class HostPool:
+    """The copies behind one host environment, and their handles' bookkeeping
+    (which stays in this process, wherever the copies live)."""
+
+    def __init__(self, make_copy: Callable[[], HostCopy], spec: EnvSpec, max_copies: int, workers: int = 0,
+                 backend: str = "process"):
         self.spec = spec
         self.max_copies = max_copies
         self.id = secrets.randbits(31)
-        self.copies: list[HostCopy] = []
+        self.store = make_store(make_copy, workers, backend)
         self.generation: list[int] = []
         self.steps: list[int] = []      # steps into the current episode
         self.last_use: list[int] = []
@@ -108,89 +315,75 @@ class HostPool:
 
     # -- handles ---------------------------------------------------------------
     def _allocate(self, now: int) -> int:
-        if len(self.copies) < self.max_copies:
-            self.copies.append(self.make_copy())
+        if len(self.generation) < self.max_copies:
             self.generation.append(0)
             self.steps.append(0)
-            self.last_use.append(-1)
-            return len(self.copies) - 1
+            self.last_use.append(now)
+            return len(self.generation) - 1
         slot = int(np.argmin(self.last_use))
         if self.last_use[slot] == now:
             raise HostEnvError(
                 f"{self.spec.name}: more than max_copies={self.max_copies} episodes run at once; "
                 f"raise max_copies")
         self.generation[slot] += 1  # its old handle is now stale
+        self.last_use[slot] = now
         return slot
 
-    def _start(self, slot: int, seed: int, now: int) -> HostStep:
+    def _start(self, slot: int, seed: int) -> Command:
         self.steps[slot] = 0
-        self.last_use[slot] = now
-        return self.copies[slot].reset(seed)
+        return Command(slot, seed)
 
     # -- callbacks (leading batch dims B = slot.shape) -------------------------
     def reset_batch(self, key_data: np.ndarray):
         key_data = np.asarray(key_data)  # callbacks receive jax Arrays; indexing those is slow
         batch = key_data.shape[:-1]
         now = next(self.tick)
-        out, slots, gens = [], [], []
-        for k in key_data.reshape(-1, key_data.shape[-1]):
-            slot = self._allocate(now)
-            out.append(self._start(slot, _seed(k), now))
-            slots.append(slot)
-            gens.append(self.generation[slot])
-        return self._pack(batch, out, slots, gens)
+        commands = [self._start(self._allocate(now), copy_seed(k)) for k in key_data.reshape(-1, key_data.shape[-1])]
+        return self._pack(batch, self.store.run(commands), commands)
 
     def step_batch(self, slot: np.ndarray, gen: np.ndarray, pool: np.ndarray, actions: np.ndarray,
                    key_data: np.ndarray):
         slot, gen, pool, actions, key_data = map(np.asarray, (slot, gen, pool, actions, key_data))
         batch = slot.shape
         now = next(self.tick)
-        n = len(batch)
-        flat_actions = actions.reshape(-1, *actions.shape[n:])
-        out, slots, gens = [], [], []
+        flat_actions = actions.reshape(-1, *actions.shape[len(batch):])
+        commands, restarted = [], []
         for s, g, p, a, k in zip(slot.reshape(-1), gen.reshape(-1), pool.reshape(-1), flat_actions,
                                  key_data.reshape(-1, key_data.shape[-1])):
             s, g = int(s), int(g)
             if int(p) != self.id:  # a handle from another process (a resumed checkpoint)
-                s = self._allocate(now)
-                first = self._start(s, _seed(k), now)
-                first.reward = np.zeros(self.spec.reward_shape, np.float32)
-                first.done = first.truncated = True
-                out.append(first)
-            else:
-                if s >= len(self.copies) or g != self.generation[s]:
-                    raise HostEnvError(
-                        f"{self.spec.name}: a state of copy {s} was stepped twice, or after its copy was "
-                        f"recycled (generation {g}, copy at {self.generation[s] if s < len(self.copies) else '-'});"
-                        f" host-stepped environments cannot branch from an old state (raise max_copies if "
-                        f"more than {self.max_copies} episodes run at once)")
-                self.generation[s] += 1
-                self.last_use[s] = now
-                out.append(self._advance(s, a, k))
-            slots.append(s)
-            gens.append(self.generation[s])
-        return self._pack(batch, out, slots, gens)
+                commands.append(self._start(self._allocate(now), copy_seed(k)))
+                restarted.append(True)
+                continue
+            if s >= len(self.generation) or g != self.generation[s]:
+                raise HostEnvError(
+                    f"{self.spec.name}: a state of copy {s} was stepped twice, or after its copy was "
+                    f"recycled (generation {g}, copy at {self.generation[s] if s < len(self.generation) else '-'});"
+                    f" host-stepped environments cannot branch from an old state (raise max_copies if "
+                    f"more than {self.max_copies} episodes run at once)")
+            self.generation[s] += 1
+            self.last_use[s] = now
+            self.steps[s] += 1
+            commands.append(Command(s, copy_seed(k), np.asarray(a), self.steps[s] >= self.spec.max_steps))
+            restarted.append(False)
+        out = self.store.run(commands)
+        for c, ts, fresh in zip(commands, out, restarted):
+            if fresh:  # reported as a truncated end, so every later episode is a real one
+                ts.reward = np.zeros(self.spec.reward_shape, np.float32)
+                ts.done = ts.truncated = True
+            elif ts.done:
+                self.steps[c.slot] = 0
+        return self._pack(batch, out, commands)
 
-    def _advance(self, slot: int, actions: np.ndarray, key_data: np.ndarray) -> HostStep:
-        ts = self.copies[slot].step(actions)
-        self.steps[slot] += 1
-        if not ts.done and self.steps[slot] >= self.spec.max_steps:
-            ts.done = ts.truncated = True
-        if ts.done:  # the next episode starts now; the finished step's reward and flags are kept
-            first = self._start(slot, _seed(key_data), self.last_use[slot])
-            ts = HostStep(obs=first.obs, reward=ts.reward, done=True, truncated=ts.truncated,
-                          active=first.active, action_mask=first.action_mask, global_state=first.global_state)
-        return ts
-
-    def _pack(self, batch, steps: list[HostStep], slots, gens):
+    def _pack(self, batch, steps: list[HostStep], commands: list[Command]):
         shapes = self.result_shapes()
         fields = []
         for name in _STEP_FIELDS:
             want = shapes[name]
             fields.append(np.stack([np.asarray(getattr(t, name), want.dtype) for t in steps])
                           .reshape(tuple(batch) + tuple(want.shape)))
-        slots = np.asarray(slots, np.int32).reshape(batch)
-        gens = np.asarray(gens, np.int32).reshape(batch)
+        slots = np.asarray([c.slot for c in commands], np.int32).reshape(batch)
+        gens = np.asarray([self.generation[c.slot] for c in commands], np.int32).reshape(batch)
         return (slots, gens, *fields)
 
     def result_shapes(self) -> dict[str, jax.ShapeDtypeStruct]:
@@ -206,9 +399,7 @@ class HostPool:
         }
 
     def close(self) -> None:
-        for c in self.copies:
-            c.close()
-        self.copies.clear()
+        self.store.close()
 
 
 class HostEnv(Env):
@@ -218,11 +409,12 @@ class HostEnv(Env):
 
     auto_resets = True
 
-    def __init__(self, make_copy, spec: EnvSpec, max_copies: int = 4096):
+    def __init__(self, make_copy: Callable[[], HostCopy], spec: EnvSpec, max_copies: int = 4096,
+                 workers: int = 0, worker_backend: str = "process"):
         if max_copies < 1:
             raise HostEnvError(f"max_copies must be >= 1, got {max_copies}")
         self.spec = spec
-        self.pool = HostPool(make_copy, spec, max_copies)
+        self.pool = HostPool(make_copy, spec, max_copies, workers, worker_backend)
 
     def _result_types(self):
         i32 = jax.ShapeDtypeStruct((), jnp.int32)
@@ -263,4 +455,5 @@ def box_bounds(spaces: list[Any], size: int) -> tuple[float, float]:
     return low, high
 
 
-__all__ = ["HostCopy", "HostEnv", "HostEnvError", "HostPool", "HostState", "HostStep", "box_bounds"]
+__all__ = ["BACKENDS", "HostCopy", "HostEnv", "HostEnvError", "HostPool", "HostState", "HostStep", "box_bounds",
+           "copy_seed", "make_store"]

@@ -51,116 +51,11 @@ from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.core.types import EnvSpec
 from coplay.interop import require
-from coplay.interop.host import HostCopy, HostEnv, HostEnvError, HostStep, box_bounds
+from coplay.interop.host import HostCopy, HostEnv, HostEnvError, HostStep
+from coplay.interop.layout import AgentLayout, probe_episode
 
 APIS = ("auto", "parallel", "aec")
 DEFAULT_MAX_STEPS = 1000
-
-
-class _Layout:
-    """How one PettingZoo environment's agents, spaces and dicts map to arrays."""
-
-    def __init__(self, name: str, env: Any):
-        gym = require("gymnasium", "pettingzoo", "from_pettingzoo")
-        self.name = name
-        self.agents = list(env.possible_agents)
-        if not self.agents:
-            raise HostEnvError(f"{name}: possible_agents is empty")
-        self.index = {a: i for i, a in enumerate(self.agents)}
-        obs_spaces = [env.observation_space(a) for a in self.agents]
-        self.masked_obs = [isinstance(sp, gym.spaces.Dict) and "observation" in sp.spaces for sp in obs_spaces]
-        inner = [sp["observation"] if m else sp for sp, m in zip(obs_spaces, self.masked_obs)]
-        for a, sp in zip(self.agents, inner):
-            if not isinstance(sp, gym.spaces.Box):
-                raise HostEnvError(
-                    f"{name}: agent {a!r} has observation space {sp}; from_pettingzoo takes Box observations, "
-                    f"or dicts {{'observation': Box, 'action_mask': ...}}")
-        self.obs_spaces = inner
-        self.obs_sizes = [int(np.prod(sp.shape)) for sp in inner]
-        self.obs_dim = max(self.obs_sizes)
-        low, high = box_bounds(inner, self.obs_dim)
-        self.obs_space = cs.Box(low=low, high=high, shape=(self.obs_dim,))
-
-        act_spaces = [env.action_space(a) for a in self.agents]
-        self.act_spaces = act_spaces
-        if all(isinstance(sp, gym.spaces.Discrete) for sp in act_spaces):
-            self.discrete = True
-            self.nvec = [int(sp.n) for sp in act_spaces]
-            self.starts = [int(sp.start) for sp in act_spaces]
-            self.action_space = cs.Discrete(max(self.nvec))
-        elif all(isinstance(sp, gym.spaces.Box) for sp in act_spaces):
-            shapes = {sp.shape for sp in act_spaces}
-            if len(shapes) != 1 or len(next(iter(shapes))) != 1:
-                raise HostEnvError(f"{name}: Box actions must have one 1-d shape for every agent, got "
-                                   + ", ".join(f"{a}: {sp.shape}" for a, sp in zip(self.agents, act_spaces)))
-            self.discrete = False
-            low, high = box_bounds(act_spaces, act_spaces[0].shape[0])
-            self.action_space = cs.Box(low=low, high=high, shape=act_spaces[0].shape)
-        else:
-            raise HostEnvError(
-                f"{name}: action spaces " + ", ".join(f"{a}: {sp}" for a, sp in zip(self.agents, act_spaces))
-                + " are not supported; from_pettingzoo takes Discrete actions for every agent or Box actions "
-                  "of one shape for every agent")
-        self.num_actions = cs.num_actions(self.action_space)
-
-    # -- host values -> arrays -------------------------------------------------
-    def observation(self, agent: str, raw: Any, step: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """The agent's flat observation `[obs_dim]` and the mask carried inside it (or None)."""
-        i = self.index[agent]
-        mask = None
-        if self.masked_obs[i]:
-            if not isinstance(raw, dict) or "observation" not in raw:
-                raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} returned an observation of type "
-                                   f"{type(raw).__name__}, but its observation space is a dict with 'observation'")
-            mask = raw.get("action_mask")
-            raw = raw["observation"]
-        arr = np.asarray(raw)
-        if arr.shape != self.obs_spaces[i].shape:
-            raise HostEnvError(
-                f"{self.name}: agent {agent!r} at step {step} returned an observation of shape {arr.shape}, "
-                f"but its observation space is {self.obs_spaces[i]}")
-        out = np.zeros(self.obs_dim, np.float32)
-        out[:arr.size] = arr.reshape(-1)
-        return out, mask
-
-    def legal(self, agent: str, mask: Any, info: dict | None, step: int) -> np.ndarray:
-        i = self.index[agent]
-        full = np.zeros(self.num_actions, bool)
-        if not self.discrete:
-            return full
-        if mask is None and info:
-            mask = info.get("action_mask")
-        if mask is None:
-            full[:self.nvec[i]] = True
-            return full
-        mask = np.asarray(mask).reshape(-1)
-        if mask.size != self.nvec[i]:
-            raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} gave an action mask of size "
-                               f"{mask.size}, but it has {self.nvec[i]} actions")
-        full[:mask.size] = mask.astype(bool)
-        return full
-
-    def action(self, i: int, a: np.ndarray) -> Any:
-        if self.discrete:
-            return int(a) + self.starts[i]
-        sp = self.act_spaces[i]
-        return np.clip(np.asarray(a, sp.dtype), sp.low, sp.high)
-
-    def step_arrays(self, obs: dict, masks: dict, infos: dict, live: list[str], reward: dict, step: int):
-        n = len(self.agents)
-        o = np.zeros((n, self.obs_dim), np.float32)
-        m = np.ones((n, self.num_actions), bool)
-        active = np.zeros(n, bool)
-        for a in live:
-            i = self.index[a]
-            o[i], inner_mask = self.observation(a, obs[a], step)
-            m[i] = self.legal(a, inner_mask if inner_mask is not None else masks.get(a), infos.get(a), step)
-            active[i] = True
-        r = np.zeros(n, np.float32)
-        for a, v in reward.items():
-            if a in self.index:
-                r[self.index[a]] = float(v)
-        return o, m, active, r
 
 
 def _vanished(name: str, before: list[str], after: list[str], term: dict, trunc: dict, step: int) -> None:
@@ -171,7 +66,7 @@ def _vanished(name: str, before: list[str], after: list[str], term: dict, trunc:
 
 
 class _ParallelCopy(HostCopy):
-    def __init__(self, env: Any, layout: _Layout, state_fn: Callable | None):
+    def __init__(self, env: Any, layout: AgentLayout, state_fn: Callable | None):
         self.env, self.layout, self.state_fn = env, layout, state_fn
         self.t = 0
 
@@ -204,7 +99,7 @@ class _ParallelCopy(HostCopy):
 
 
 class _AECCopy(HostCopy):
-    def __init__(self, env: Any, layout: _Layout, state_fn: Callable | None):
+    def __init__(self, env: Any, layout: AgentLayout, state_fn: Callable | None):
         self.env, self.layout, self.state_fn = env, layout, state_fn
         self.t = 0
 
@@ -286,10 +181,13 @@ def _is_parallel(env: Any) -> bool:
 
 
 def from_pettingzoo(env_or_factory: Any, *, name: str | None = None, max_steps: int | None = None,
-                    max_copies: int = 4096) -> HostEnv:
+                    max_copies: int = 4096, workers: int = 0,
+                    worker_backend: str = "process") -> HostEnv:
     """A PettingZoo `ParallelEnv` or `AECEnv` (or a function building one) as a
     coplay environment stepped on the host. Instances are copied with
-    `copy.deepcopy` for each parallel environment; a function is called."""
+    `copy.deepcopy` for each parallel environment; a function is called.
+    `workers` > 0 steps the copies in that many worker processes (or Ray actors
+    with `worker_backend="ray"`); see `coplay.interop.host`."""
     require("pettingzoo", "pettingzoo", "from_pettingzoo")
     if callable(env_or_factory) and not hasattr(env_or_factory, "possible_agents"):
         factory = env_or_factory
@@ -299,7 +197,9 @@ def from_pettingzoo(env_or_factory: Any, *, name: str | None = None, max_steps: 
     probe = factory()
     parallel = _is_parallel(probe)
     name = name or f"pettingzoo:{getattr(probe, 'metadata', {}).get('name', type(probe).__name__)}"
-    layout = _Layout(name, probe)
+    agents = list(probe.possible_agents)
+    layout = AgentLayout(name, agents, [probe.observation_space(a) for a in agents],
+                         [probe.action_space(a) for a in agents])
     if max_steps is None:
         cycles = getattr(probe.unwrapped, "max_cycles", None)
         max_steps = int(cycles) * (1 if parallel else len(layout.agents)) if cycles else DEFAULT_MAX_STEPS
@@ -310,7 +210,7 @@ def from_pettingzoo(env_or_factory: Any, *, name: str | None = None, max_steps: 
     probe.close()
     cls = _ParallelCopy if parallel else _AECCopy
     make_copy = lambda: cls(factory(), layout, state_fn)  # noqa: E731
-    state_shape = _probe_episode(make_copy(), layout, max_steps)
+    state_shape = probe_episode(make_copy(), layout, max_steps)
     spec = EnvSpec(
         name=name,
         num_agents=len(layout.agents),
@@ -321,26 +221,7 @@ def from_pettingzoo(env_or_factory: Any, *, name: str | None = None, max_steps: 
         roles=tuple(layout.agents),
         turn_based=not parallel,
     )
-    return HostEnv(make_copy, spec, max_copies=max_copies)
-
-
-def _probe_episode(copy_: HostCopy, layout: _Layout, max_steps: int, seed: int = 0) -> tuple[int, ...]:
-    """One episode of random legal play on a fresh copy, so that a broken API fails
-    when the environment is built. Returns the global state's shape."""
-    rng = np.random.default_rng(seed)
-    ts = copy_.reset(seed)
-    shape = np.shape(ts.global_state)
-    sp = layout.action_space
-    for _ in range(max_steps):
-        if layout.discrete:
-            actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in ts.action_mask])
-        else:
-            actions = rng.uniform(max(sp.low, -1.0), min(sp.high, 1.0), (len(layout.agents), *sp.shape))
-        ts = copy_.step(actions)
-        if ts.done:
-            break
-    copy_.close()
-    return shape
+    return HostEnv(make_copy, spec, max_copies=max_copies, workers=workers, worker_backend=worker_backend)
 
 
 # -- the `pettingzoo:` registry prefix ------------------------------------------
@@ -356,7 +237,7 @@ def _module(path: str):
                       f"or parallel_env(), e.g. pettingzoo:mpe2.simple_spread_v3 or pettingzoo:classic.tictactoe_v3")
 
 
-_OWN = {"api": "auto", "max_steps": None, "max_copies": 4096}
+_OWN = {"api": "auto", "max_steps": None, "max_copies": 4096, "workers": 0, "worker_backend": "process"}
 
 
 def env_parameters(path: str) -> dict[str, Any]:
@@ -389,7 +270,8 @@ def make_pettingzoo(path: str, **kwargs: Any) -> HostEnv:
     ctor = module.parallel_env if api == "parallel" else module.env
     kwargs = {k: v for k, v in kwargs.items() if v is not None or k not in _unset_defaults(path)}
     return from_pettingzoo(lambda: ctor(**kwargs), name=f"pettingzoo:{path}", max_steps=own["max_steps"],
-                           max_copies=own["max_copies"])
+                           max_copies=own["max_copies"], workers=own["workers"],
+                           worker_backend=own["worker_backend"])
 
 
 def _unset_defaults(path: str) -> set[str]:

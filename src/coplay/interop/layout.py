@@ -1,0 +1,173 @@
+"""How the gymnasium spaces of named agents (a PettingZoo environment's, or a
+Gymnasium environment's one agent) map onto coplay's arrays, which have the
+agents on a leading axis.
+
+- Observations become float32 vectors padded with zeros to the largest agent's
+  size: a `Box` is flattened, a `Discrete(n)` becomes a one-hot of size n. A
+  dict `{"observation": ..., "action_mask": ...}` (PettingZoo's classic games)
+  gives both the observation and the legal actions.
+- Actions: every agent `Discrete` (padded to the largest `n`, the padding
+  masked out; a space's `start` is added back on the host), or every agent a
+  `Box` of one 1-d shape (clipped to the agent's bounds on the host).
+- Legal actions come from the observation dict, else from `info["action_mask"]`,
+  else every action is legal.
+
+Anything that does not fit raises `HostEnvError` naming the agent (and, for
+values seen while stepping, the step).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from coplay.core import spaces as cs
+from coplay.interop import require
+from coplay.interop.host import HostCopy, HostEnvError, box_bounds
+
+
+class AgentLayout:
+    """The array layout of agents `names` with gymnasium spaces `obs_spaces` and `act_spaces`.
+
+    `name` is the environment's name in messages; `feature` names the coplay
+    function that needs gymnasium (for the missing-extra error)."""
+
+    def __init__(self, name: str, names: list[str], obs_spaces: list[Any], act_spaces: list[Any],
+                 feature: str = "from_pettingzoo"):
+        gym = require("gymnasium", "pettingzoo", feature)
+        self.name = name
+        self.agents = list(names)
+        if not self.agents:
+            raise HostEnvError(f"{name}: the environment has no agents")
+        self.index = {a: i for i, a in enumerate(self.agents)}
+        self.masked_obs = [isinstance(sp, gym.spaces.Dict) and "observation" in sp.spaces for sp in obs_spaces]
+        inner = [sp["observation"] if m else sp for sp, m in zip(obs_spaces, self.masked_obs)]
+        for a, sp in zip(self.agents, inner):
+            if not isinstance(sp, (gym.spaces.Box, gym.spaces.Discrete)):
+                raise HostEnvError(
+                    f"{name}: agent {a!r} has observation space {sp}; {feature} takes Box or Discrete "
+                    f"observations, or dicts {{'observation': Box, 'action_mask': ...}}")
+        self.obs_spaces = inner
+        self.one_hot = [isinstance(sp, gym.spaces.Discrete) for sp in inner]
+        self.obs_sizes = [int(sp.n) if oh else int(np.prod(sp.shape)) for sp, oh in zip(inner, self.one_hot)]
+        self.obs_dim = max(self.obs_sizes)
+        boxes = [sp for sp, oh in zip(inner, self.one_hot) if not oh]
+        low, high = box_bounds(boxes, self.obs_dim) if boxes else (0.0, 1.0)
+        if any(self.one_hot):
+            low, high = min(low, 0.0), max(high, 1.0)
+        self.obs_space = cs.Box(low=low, high=high, shape=(self.obs_dim,))
+
+        self.act_spaces = list(act_spaces)
+        if all(isinstance(sp, gym.spaces.Discrete) for sp in act_spaces):
+            self.discrete = True
+            self.nvec = [int(sp.n) for sp in act_spaces]
+            self.starts = [int(sp.start) for sp in act_spaces]
+            self.action_space = cs.Discrete(max(self.nvec))
+        elif all(isinstance(sp, gym.spaces.Box) for sp in act_spaces):
+            shapes = {sp.shape for sp in act_spaces}
+            if len(shapes) != 1 or len(next(iter(shapes))) != 1:
+                raise HostEnvError(f"{name}: Box actions must have one 1-d shape for every agent, got "
+                                   + ", ".join(f"{a}: {sp.shape}" for a, sp in zip(self.agents, act_spaces)))
+            self.discrete = False
+            low, high = box_bounds(act_spaces, act_spaces[0].shape[0])
+            self.action_space = cs.Box(low=low, high=high, shape=act_spaces[0].shape)
+        else:
+            raise HostEnvError(
+                f"{name}: action spaces " + ", ".join(f"{a}: {sp}" for a, sp in zip(self.agents, act_spaces))
+                + f" are not supported; {feature} takes Discrete actions for every agent or Box actions "
+                  "of one shape for every agent")
+        self.num_actions = cs.num_actions(self.action_space)
+
+    # -- host values -> arrays -------------------------------------------------
+    def observation(self, agent: str, raw: Any, step: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """The agent's flat observation `[obs_dim]` and the mask carried inside it (or None)."""
+        i = self.index[agent]
+        mask = None
+        if self.masked_obs[i]:
+            if not isinstance(raw, dict) or "observation" not in raw:
+                raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} returned an observation of type "
+                                   f"{type(raw).__name__}, but its observation space is a dict with 'observation'")
+            mask = raw.get("action_mask")
+            raw = raw["observation"]
+        out = np.zeros(self.obs_dim, np.float32)
+        if self.one_hot[i]:
+            sp = self.obs_spaces[i]
+            k = int(np.asarray(raw)) - int(sp.start)
+            if not 0 <= k < sp.n:
+                raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} returned observation "
+                                   f"{raw!r}, outside its observation space {sp}")
+            out[k] = 1.0
+            return out, mask
+        arr = np.asarray(raw)
+        if arr.shape != self.obs_spaces[i].shape:
+            raise HostEnvError(
+                f"{self.name}: agent {agent!r} at step {step} returned an observation of shape {arr.shape}, "
+                f"but its observation space is {self.obs_spaces[i]}")
+        out[:arr.size] = arr.reshape(-1)
+        return out, mask
+
+    def legal(self, agent: str, mask: Any, info: dict | None, step: int) -> np.ndarray:
+        """The agent's legal actions `[num_actions]` (all False for continuous actions)."""
+        i = self.index[agent]
+        full = np.zeros(self.num_actions, bool)
+        if not self.discrete:
+            return full
+        if mask is None and info:
+            mask = info.get("action_mask")
+        if mask is None:
+            full[:self.nvec[i]] = True
+            return full
+        mask = np.asarray(mask).reshape(-1)
+        if mask.size != self.nvec[i]:
+            raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} gave an action mask of size "
+                               f"{mask.size}, but it has {self.nvec[i]} actions")
+        full[:mask.size] = mask.astype(bool)
+        return full
+
+    def action(self, i: int, a: np.ndarray) -> Any:
+        """Agent `i`'s action in its own space."""
+        if self.discrete:
+            return int(a) + self.starts[i]
+        sp = self.act_spaces[i]
+        return np.clip(np.asarray(a, sp.dtype), sp.low, sp.high)
+
+    def step_arrays(self, obs: dict, masks: dict, infos: dict, live: list[str], reward: dict, step: int):
+        """Per-agent dicts of the `live` agents -> `obs [N, obs_dim]`, `mask [N, A]`,
+        `active [N]`, `reward [N]`; absent agents get zeros and every action legal."""
+        n = len(self.agents)
+        o = np.zeros((n, self.obs_dim), np.float32)
+        m = np.ones((n, self.num_actions), bool)
+        active = np.zeros(n, bool)
+        for a in live:
+            i = self.index[a]
+            o[i], inner_mask = self.observation(a, obs[a], step)
+            m[i] = self.legal(a, inner_mask if inner_mask is not None else masks.get(a), infos.get(a), step)
+            active[i] = True
+        r = np.zeros(n, np.float32)
+        for a, v in reward.items():
+            if a in self.index:
+                r[self.index[a]] = float(v)
+        return o, m, active, r
+
+
+def probe_episode(copy_: HostCopy, layout: AgentLayout, max_steps: int, seed: int = 0) -> tuple[int, ...]:
+    """One episode of random legal play on a fresh copy, so that a broken API fails
+    when the environment is built. Returns the global state's shape."""
+    rng = np.random.default_rng(seed)
+    ts = copy_.reset(seed)
+    shape = np.shape(ts.global_state)
+    sp = layout.action_space
+    for _ in range(max_steps):
+        if layout.discrete:
+            actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in ts.action_mask])
+        else:
+            actions = rng.uniform(max(sp.low, -1.0), min(sp.high, 1.0), (len(layout.agents), *sp.shape))
+        ts = copy_.step(actions)
+        if ts.done:
+            break
+    copy_.close()
+    return shape
+
+
+__all__ = ["AgentLayout", "probe_episode"]
