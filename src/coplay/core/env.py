@@ -65,6 +65,10 @@ class Env(abc.ABC):
                 f"{self.spec.name}: discrete actions must be integers, got dtype {dtype}"
             )
 
+    def close(self) -> None:
+        """Release what the environment holds outside JAX (host copies, worker
+        processes); pure JAX environments hold nothing."""
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec.name!r}, num_agents={self.spec.num_agents})"
 
@@ -79,6 +83,9 @@ class Wrapper(Env):
     @property
     def auto_resets(self) -> bool:  # type: ignore[override]
         return self.env.auto_resets
+
+    def close(self) -> None:
+        self.env.close()
 
     @property
     def unwrapped(self) -> Env:

@@ -52,6 +52,7 @@ class Plan:
     """Everything derived from an Experiment before any compilation."""
 
     exp: Experiment
+    env: Any
     trainer: Any
     updates_per_chunk: int
     num_chunks: int
@@ -74,7 +75,7 @@ def plan(exp: Experiment) -> Plan:
     updates_per_chunk = max(1, run.chunk_steps // per_update)
     num_chunks = max(1, math.ceil(run.total_steps / (updates_per_chunk * per_update)))
     trainer = entry.module.make_trainer(exp.algo_config, env, num_updates=updates_per_chunk * num_chunks)
-    return Plan(exp, trainer, updates_per_chunk, num_chunks)
+    return Plan(exp, env, trainer, updates_per_chunk, num_chunks)
 
 
 def seed_keys(exp: Experiment) -> jax.Array:
@@ -189,6 +190,14 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
             raise ConfigError(f"cannot resume {resume_dir} with a different config ({detail}); "
                               "resume with the run's own config, or start a new run")
     p = plan(exp)  # all validation happens here, before any compilation
+    try:
+        return _run(p, resume_dir, stop_after_chunks)
+    finally:
+        p.env.close()  # host-stepped environments hold copies and worker processes
+
+
+def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> RunResult:
+    exp = p.exp
     run_dir = resume_dir if resume_dir is not None else _new_run_dir(exp)
     ckpt_dir = run_dir / "checkpoints"
     if resume_dir is None:

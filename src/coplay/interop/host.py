@@ -44,6 +44,7 @@ from __future__ import annotations
 import abc
 import itertools
 import secrets
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -182,7 +183,10 @@ def _process_worker(conn, make_copy_bytes: bytes) -> None:
     make_copy = cloudpickle.loads(make_copy_bytes)
     copies: dict[int, HostCopy] = {}
     while True:
-        commands = conn.recv()
+        try:
+            commands = conn.recv()
+        except (EOFError, KeyboardInterrupt):  # the main process is gone or stopping
+            break
         if commands is None:
             break
         try:
@@ -212,6 +216,8 @@ class ProcessStore(_ShardedStore):
             child.close()
             self.conns.append(parent)
             self.procs.append(proc)
+        # Workers stop with the store, or at exit for a store nobody closed.
+        self._finalizer = weakref.finalize(self, ProcessStore._stop, self.conns, self.procs)
 
     def _died(self, w: int) -> HostEnvError:
         self.procs[w].join(timeout=1)
@@ -234,7 +240,11 @@ class ProcessStore(_ShardedStore):
         return value
 
     def close(self) -> None:
-        for conn, proc in zip(self.conns, self.procs):
+        self._finalizer()
+
+    @staticmethod
+    def _stop(conns: list, procs: list) -> None:
+        for conn, proc in zip(conns, procs):
             try:
                 conn.send(None)
             except (BrokenPipeError, OSError):
@@ -242,7 +252,6 @@ class ProcessStore(_ShardedStore):
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.kill()
-        self.conns, self.procs = [], []
 
 
 class RayStore(_ShardedStore):
