@@ -1,4 +1,5 @@
-"""Seeds spread over several devices (CPU devices forced by XLA_FLAGS in a child process)."""
+"""Seeds, and each seed's environments, spread over several devices (CPU devices
+forced by XLA_FLAGS in a child process)."""
 
 import json
 import os
@@ -9,7 +10,7 @@ import jax
 import numpy as np
 
 import coplay
-from coplay.scale.devices import describe, seed_mesh
+from coplay.scale.devices import describe, mesh_shape, run_mesh
 
 SMALL = ["env=matrix", "env.game=climbing", "env.rounds=10", "algo=ippo", "algo.num_envs=8", "algo.rollout_len=10",
          "algo.hidden_size=16", "total_steps=800", "chunk_steps=400", "eval_episodes=4", "seeds=4",
@@ -22,6 +23,8 @@ leaf = jax.tree.leaves(result.state)[0]
 print(json.dumps({
     "devices": len(jax.devices()),
     "leaf_devices": len(leaf.sharding.device_set),
+    "env_obs_spec": str(result.state.ts.obs.sharding.spec),
+    "params_spec": str(jax.tree.leaves(result.state.params)[0].sharding.spec),
     "summary_devices": result.summary["devices"],
     "per_seed": result.summary["final"]["return"]["per_seed"],
     "params": [float(np.abs(np.asarray(x)).sum()) for x in jax.tree.leaves(result.state.params)],
@@ -44,9 +47,37 @@ def test_seeds_spread_over_two_devices_train_as_on_one(tmp_path):
     np.testing.assert_allclose(two["params"], params_one, rtol=1e-4)
 
 
-def test_seed_mesh_only_when_devices_divide_the_seeds():
+def _two_devices(args):
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-c", CHILD, *args], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_one_seeds_environments_split_over_two_devices_train_as_on_one(tmp_path):
+    small = [a for a in SMALL if not a.startswith("seeds=")] + ["seeds=1"]
+    two = _two_devices(small + [f"out_dir={tmp_path / 'two'}"])
+    assert two["devices"] == 2 and two["leaf_devices"] == 2
+    # After training, observations [S, E, N, ...] are still split along the
+    # environments, and parameters are replicated over them.
+    assert two["env_obs_spec"] in ("P(None, 'envs')", "P('seeds', 'envs')"), two["env_obs_spec"]
+    assert "envs" not in two["params_spec"], two["params_spec"]
+    assert two["summary_devices"] == ("1 seed(s) over 2 cpu devices: seeds split 1 way(s), each seed's "
+                                      "8 environments split 2 ways (4 per device)")
+    one = coplay.train(small + [f"out_dir={tmp_path / 'one'}"])
+    # The gradient is summed across devices, so only the order of float sums differs.
+    np.testing.assert_allclose(two["per_seed"], one.summary["final"]["return"]["per_seed"], rtol=1e-4)
+    params_one = [float(np.abs(np.asarray(x)).sum()) for x in jax.tree.leaves(one.state.params)]
+    np.testing.assert_allclose(two["params"], params_one, rtol=1e-3)
+
+
+def test_mesh_uses_every_device_for_seeds_then_environments():
+    assert mesh_shape(4, 64, 1) is None
+    assert mesh_shape(4, 64, 2) == (2, 1)      # seeds only
+    assert mesh_shape(1, 64, 2) == (1, 2)      # one seed: its environments split
+    assert mesh_shape(2, 64, 8) == (2, 4)      # both
+    assert mesh_shape(3, 64, 2) == (1, 2)
+    assert mesh_shape(3, 7, 2) is None         # neither divides: one device
     cpu = jax.devices()[0]
-    assert seed_mesh(4, [cpu]) is None
-    assert seed_mesh(3, [cpu, cpu]) is None
-    assert seed_mesh(4, [cpu, cpu]).shape == {"seeds": 2}
-    assert "one cpu device" in describe(3) or "do not divide" in describe(3)
+    assert run_mesh(4, 8, [cpu]) is None
+    assert run_mesh(4, 8, [cpu, cpu]).shape == {"seeds": 2, "envs": 1}
+    assert "one cpu device" in describe(3) or "divide neither" in describe(3)

@@ -32,7 +32,7 @@ from coplay.experiment.config import Experiment, parse_overrides, resume_differe
 from coplay.experiment.evaluate import evaluator_for
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
 from coplay.nets.init import init_stacked
-from coplay.scale.devices import describe, seed_mesh, shard_seeds
+from coplay.scale.devices import describe, run_mesh, shard_state
 
 
 @dataclass
@@ -88,8 +88,13 @@ def init_state(p: Plan) -> Any:
 
 
 def place(p: Plan, state: Any) -> Any:
-    """The stacked state with its seeds spread over the visible devices, where they divide evenly."""
-    return shard_seeds(state, seed_mesh(p.exp.run.seeds))
+    """The stacked state spread over the visible devices: seeds, then each seed's environments."""
+    num_envs = _num_envs(p)
+    return shard_state(state, run_mesh(p.exp.run.seeds, num_envs), num_envs)
+
+
+def _num_envs(p: Plan) -> int | None:
+    return getattr(p.exp.algo_config, "num_envs", None)
 
 
 def chunk_function(p: Plan):
@@ -266,7 +271,7 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
         "return_convention": getattr(p.trainer, "return_convention",
                                      "episode return averaged over agents (per-agent), undiscounted"),
         "wall_time_s": round(time.time() - t_start, 2),
-        "devices": describe(exp.run.seeds),
+        "devices": describe(exp.run.seeds, _num_envs(p)),
     })
     return RunResult(run_dir, summary, state=state)
 

@@ -1,49 +1,93 @@
-"""Several devices: the seeds of a run spread over every device JAX sees.
+"""Several devices: a run's seeds, and where they do not fill the devices its
+parallel environments, spread over every device JAX sees.
 
 A run's TrainState is stacked over seeds (every leaf `[S, ...]`) and trained by
 `jit(vmap(...))`. When JAX sees D > 1 devices (GPUs, or CPU devices made with
-`XLA_FLAGS=--xla_force_host_platform_device_count=D`) and D divides the
-number of seeds, the state is placed with its seed axis split over a one-axis
-device mesh; the compiled chunk then runs each device's seeds where they live
-(XLA's SPMD partitioner follows the input placement), with no change to the
-config. Seeds are independent, so nothing crosses devices during training and
-the figures are the same as on one device.
+`XLA_FLAGS=--xla_force_host_platform_device_count=D`), the state is placed on a
+two-axis device mesh `("seeds", "envs")` of shape `(Ds, De)`:
 
-With one device, or a seed count that D does not divide, everything stays on
-the default device (`seed_mesh` returns None) and `describe` says why.
+- `Ds = gcd(S, D)` devices split the seeds. Seeds are independent, so nothing
+  crosses devices for them and the figures are the same as on one device.
+- The remaining `De = D / Ds` devices split each seed's E parallel environments
+  (data parallelism inside a seed): the leaves of the TrainState fields that
+  hold per-environment values (`env_state`, `ts`, `carry`, replay `buffer`,
+  self-play's per-game `seat`/`opponent`/`opening`: those whose second axis is
+  E) are split along that axis, while parameters and optimiser state are
+  replicated over it. XLA's SPMD partitioner then runs each device's
+  environments where they live and sums gradients across devices; the figures
+  match one device's up to the order of floating-point sums. This needs De to
+  divide E; where it does not, the environments stay whole (`describe` says so).
+
+All of this follows from the input placement: the compiled chunk is the same
+`jit(vmap(...))`, with no change to the config.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+# TrainState fields whose leaves are `[S, E, ...]`: one entry per parallel environment.
+ENV_FIELDS = ("env_state", "ts", "carry", "buffer", "seat", "opponent", "opening")
 
-def seed_mesh(num_seeds: int, devices: list | None = None) -> Mesh | None:
-    """A mesh over all devices with axis "seeds", or None when there is one device or
-    the seeds do not split evenly over them."""
-    devices = list(jax.devices() if devices is None else devices)
-    if len(devices) < 2 or num_seeds % len(devices):
+
+def mesh_shape(num_seeds: int, num_envs: int | None, num_devices: int) -> tuple[int, int] | None:
+    """`(Ds, De)`: devices along seeds and along environments, or None for one device
+    (or when the devices split neither the seeds nor the environments)."""
+    if num_devices < 2:
         return None
-    return Mesh(np.asarray(devices), ("seeds",))
+    ds = math.gcd(num_seeds, num_devices)
+    de = num_devices // ds
+    if de == 1 or (num_envs is not None and num_envs % de == 0):
+        return ds, de
+    return None
 
 
-def shard_seeds(tree: Any, mesh: Mesh | None) -> Any:
-    """Place every leaf `[S, ...]` of `tree` with its seed axis split over `mesh` (as is if None)."""
+def run_mesh(num_seeds: int, num_envs: int | None = None, devices: list | None = None) -> Mesh | None:
+    """The `("seeds", "envs")` mesh over all devices, or None when the run stays on one device."""
+    devices = list(jax.devices() if devices is None else devices)
+    shape = mesh_shape(num_seeds, num_envs, len(devices))
+    if shape is None:
+        return None
+    return Mesh(np.asarray(devices).reshape(shape), ("seeds", "envs"))
+
+
+def shard_state(state: Any, mesh: Mesh | None, num_envs: int | None = None) -> Any:
+    """Place a stacked TrainState on `mesh`: every leaf's seed axis over "seeds", and
+    the environment axis of `ENV_FIELDS` leaves (`[S, E, ...]`) over "envs"."""
     if mesh is None:
-        return tree
-    return jax.device_put(tree, NamedSharding(mesh, PartitionSpec("seeds")))
+        return state
+    by_seed = NamedSharding(mesh, PartitionSpec("seeds"))
+    by_env = NamedSharding(mesh, PartitionSpec("seeds", "envs"))
+
+    def place(leaf: Any, env_field: bool) -> Any:
+        split = env_field and mesh.shape["envs"] > 1 and np.ndim(leaf) >= 2 and np.shape(leaf)[1] == num_envs
+        return jax.device_put(leaf, by_env if split else by_seed)
+
+    if not hasattr(state, "__dataclass_fields__"):
+        return jax.tree.map(lambda x: place(x, False), state)
+    fields = {name: jax.tree.map(lambda x, e=name in ENV_FIELDS: place(x, e), getattr(state, name))
+              for name in state.__dataclass_fields__}
+    return state.replace(**fields)
 
 
-def describe(num_seeds: int) -> str:
-    """One line on where the seeds run."""
+def describe(num_seeds: int, num_envs: int | None = None) -> str:
+    """One line on where the seeds and their environments run."""
     devices = jax.devices()
+    kind = devices[0].platform
+    shape = mesh_shape(num_seeds, num_envs, len(devices))
     if len(devices) < 2:
-        return f"{num_seeds} seed(s) on one {devices[0].platform} device"
-    if num_seeds % len(devices):
-        return (f"{num_seeds} seed(s) on one device: {len(devices)} devices are visible but do not divide "
-                f"the seeds (use a multiple of {len(devices)} to spread them)")
-    return f"{num_seeds} seeds over {len(devices)} {devices[0].platform} devices, {num_seeds // len(devices)} each"
+        return f"{num_seeds} seed(s) on one {kind} device"
+    if shape is None:
+        return (f"{num_seeds} seed(s) on one device: {len(devices)} devices are visible but divide neither "
+                f"the seeds nor the {num_envs} environments per seed (use a multiple of {len(devices)} "
+                f"seeds to spread them)")
+    ds, de = shape
+    if de == 1:
+        return f"{num_seeds} seeds over {ds} {kind} devices, {num_seeds // ds} each"
+    return (f"{num_seeds} seed(s) over {len(devices)} {kind} devices: seeds split {ds} way(s), each seed's "
+            f"{num_envs} environments split {de} ways ({num_envs // de} per device)")
