@@ -123,3 +123,19 @@ def test_ppo_learns_cartpole_through_the_bridge(tmp_path):
                            "progress=false", "tensorboard=false", f"out_dir={tmp_path}"])
     per_seed = np.array(result.final_return["per_seed"])
     assert np.all(per_seed > 150), per_seed
+
+
+def test_a_run_on_a_host_environment_resumes_from_its_checkpoint(tmp_path):
+    # Host copies cannot be saved, so a resumed run starts fresh episodes (the
+    # first step after resuming ends each old one as truncated); parameters,
+    # optimiser state and counters come back from the checkpoint.
+    small = ["algo=ippo", "env=gym:CartPole-v1", "seeds=2", "total_steps=1536", "chunk_steps=512",
+             "algo.num_envs=4", "algo.rollout_len=64", "eval_episodes=2", "progress=false", "tensorboard=false",
+             f"out_dir={tmp_path}", "name=run"]
+    first = coplay.train(small, stop_after_chunks=1)
+    assert first.interrupted
+    resumed = coplay.train(small[:-1] + [f"resume={tmp_path / 'run'}"])
+    assert not resumed.interrupted
+    assert int(np.asarray(resumed.state.updates)[0]) == 6  # 3 chunks of 2 updates: none repeated or lost
+    rows = (tmp_path / "run" / "metrics.csv").read_text().splitlines()
+    assert [r.split(",")[0] for r in rows[1:]] == ["0", "0", "1", "1", "2", "2"]
