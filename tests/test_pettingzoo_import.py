@@ -232,18 +232,22 @@ def _random_rollout(env, n: int = 6, steps: int = 30):
     return jax.device_get(roll(state, jax.random.PRNGKey(1))[1])
 
 
-@pytest.mark.parametrize("backend", ["process", "ray"])
+@pytest.mark.parametrize("backend", ["process", pytest.param("ray", marks=pytest.mark.xdist_group("ray"))])
 def test_copies_in_worker_processes_give_the_same_episodes(backend):
-    if backend == "ray":
-        pytest.importorskip("ray")
+    ray = pytest.importorskip("ray") if backend == "ray" else None
+    ray_was_running = ray is not None and ray.is_initialized()
     local = _random_rollout(coplay.make(SPREAD))
     env = coplay.make(SPREAD, workers=2, worker_backend=backend)
     try:
         remote = _random_rollout(env)
         if backend == "process":  # the copies really live in the two worker processes
             assert len(env.pool.store.procs) == 2 and all(p.is_alive() for p in env.pool.store.procs)
+        else:  # ... or in two Ray actors
+            assert len(env.pool.store.actors) == 2
     finally:
         env.close()
+        if ray is not None and not ray_was_running:
+            ray.shutdown()
     for a, b in zip(local, remote):
         np.testing.assert_array_equal(a, b)
     assert np.asarray(local[2]).sum() == 6  # every copy finished one 25-step episode

@@ -1,4 +1,4 @@
-"""`coplay train | eval | tournament | list`."""
+"""`coplay train | eval | tournament | sweep | list`."""
 
 from __future__ import annotations
 
@@ -77,6 +77,37 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     return 0
 
 
+SWEEP_EPILOG = """Overrides as for coplay train; a list is a swept axis:
+  key=a,b,c or key=[a,b,c]   every value (grid) or one of them (random)
+  key=uniform(a,b) | loguniform(a,b) | randint(a,b)   random search only
+  seeds=N                    seeds per configuration (default 3): every (configuration, seed) is a trial
+Examples:
+  coplay sweep algo=ippo env=matrix algo.lr=1e-3,3e-4 algo.ent_coef=0,0.01 seeds=5 total_steps=2e5
+  coplay sweep algo=ippo env=spread algo.lr=loguniform(1e-4,1e-2) --search random --samples 16 --address auto
+Running the same command again runs only the trials that have not finished.
+"""
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from coplay.experiment.sweep import sweep
+
+    result = sweep(args.overrides, search=args.search, samples=args.samples, search_seed=args.search_seed,
+                   vmap_seeds=args.vmap_seeds, out=args.out, address=args.address, num_cpus=args.num_cpus,
+                   cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
+                   max_failures=args.max_failures, verbose=args.verbose)
+    print(result.text)
+    trials = sum(len(r["trials"]) for r in result.table)
+    print(f"{len(result.ran)} trials run now, {trials - len(result.ran)} finished before")
+    print(f"written: {result.sweep_dir}/sweep.md, sweep.csv, sweep.json, sweep.png")
+    if result.failed:
+        for trial_id, error in result.failed.items():
+            print(f"trial {trial_id} did not finish: {error.splitlines()[0] if error else ''}", file=sys.stderr)
+        print(f"{len(result.failed)} trials did not finish; run the same command again to retry them "
+              "(finished trials are kept)", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coplay", description="Reinforcement learning of agents that interact.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -106,6 +137,31 @@ def build_parser() -> argparse.ArgumentParser:
     p_tour.add_argument("--seed", type=int, default=0, help="random seed of the games and the bootstrap")
     p_tour.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the Elo interval")
     p_tour.set_defaults(func=_cmd_tournament)
+
+    p_sweep = sub.add_parser(
+        "sweep", help="grid or random search over config values and seeds, as Ray Tune trials",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SWEEP_EPILOG)
+    p_sweep.add_argument("overrides", nargs="*", help="key=value overrides; key=a,b,... is a swept axis")
+    p_sweep.add_argument("--search", choices=("grid", "random"), default="grid",
+                         help="grid: every combination of the axes; random: --samples draws (default grid)")
+    p_sweep.add_argument("--samples", type=int, default=8, help="configurations drawn by random search (default 8)")
+    p_sweep.add_argument("--search-seed", type=int, default=0, help="seed of the random search's draws (default 0)")
+    p_sweep.add_argument("--vmap-seeds", action="store_true",
+                         help="train all seeds of a configuration in one trial (one compiled run) "
+                              "instead of one trial per seed")
+    p_sweep.add_argument("--address", default=None,
+                         help="Ray cluster to run on: auto, host:port or ray://host:port "
+                              "(default: start a local Ray instance)")
+    p_sweep.add_argument("--num-cpus", type=int, default=None, help="CPUs of the local Ray instance (default: all)")
+    p_sweep.add_argument("--cpus-per-trial", type=float, default=1.0, help="CPUs each trial reserves (default 1)")
+    p_sweep.add_argument("--gpus-per-trial", type=float, default=0.0,
+                         help="GPUs each trial reserves; fractions share a GPU (default 0)")
+    p_sweep.add_argument("--max-failures", type=int, default=2,
+                         help="times a failed trial is retried from its last checkpoint (default 2)")
+    p_sweep.add_argument("--out", default=None,
+                         help="sweep directory (default runs/sweep-<algo>-<env>-<hash of the arguments>)")
+    p_sweep.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="Ray Tune's verbosity (default 1)")
+    p_sweep.set_defaults(func=_cmd_sweep)
 
     p_list = sub.add_parser("list", help="list environments and algorithms")
     p_list.set_defaults(func=_cmd_list)

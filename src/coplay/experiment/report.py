@@ -118,20 +118,34 @@ def plot_curve(run_dir: Path, rows: list[dict], key: str, title: str) -> Path | 
     steps, values = curve(rows, key)
     if steps.size == 0:
         return None
-    est = iqm_ci(values, reps=2000)
-    mid = np.array([e.value for e in est])
-    lo = np.array([e.low for e in est])
-    hi = np.array([e.high for e in est])
     fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
-    ax.plot(steps, mid, color="C0", label=f"IQM over {values.shape[0]} seeds")
-    ax.fill_between(steps, lo, hi, color="C0", alpha=0.25, label="95% bootstrap CI")
+    draw_band(ax, steps, values, "C0", f"IQM over {values.shape[0]} seeds", ci_label="95% bootstrap CI")
     ax.set_xlabel("environment steps (per seed)")
     ax.set_ylabel(key)
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
+    return save_figure(fig, Path(run_dir) / "curve.png")
+
+
+def draw_band(ax, steps: np.ndarray, values: np.ndarray, color: str, label: str, ci_label: str | None = None) -> None:
+    """Draw a learning curve on `ax`: the IQM over runs with its 95% bootstrap CI as a band.
+    steps: [P]; values: [runs, P]."""
+    est = iqm_ci(values, reps=2000)
+    mid = np.array([e.value for e in est])
+    lo = np.array([e.low for e in est])
+    hi = np.array([e.high for e in est])
+    ax.plot(steps, mid, color=color, label=label)
+    ax.fill_between(steps, lo, hi, color=color, alpha=0.25, label=ci_label)
+
+
+def save_figure(fig, path: Path) -> Path:
+    """Save and close a matplotlib figure; written under a temporary name and renamed,
+    so a reader never sees half a file."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
-    path = Path(run_dir) / "curve.png"
+    path = Path(path)
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp)
     plt.close(fig)

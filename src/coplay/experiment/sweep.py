@@ -1,0 +1,625 @@
+"""Sweeps: a grid or random search over config values and seeds, each trial a
+coplay run, run as Ray Tune trials; the results gathered into one table and one plot.
+
+    coplay sweep algo=ippo env=matrix algo.lr=1e-3,3e-4 algo.ent_coef=[0,0.01] seeds=3 total_steps=2e5
+
+The grammar is `coplay train`'s, with swept axes:
+
+    key=a,b,c  or  key=[a,b,c]     an axis: grid search takes every value, random search picks one
+    key=uniform(a,b)               random search only: uniform on [a, b]
+    key=loguniform(a,b)            random search only: log-uniform on [a, b] (a, b > 0)
+    key=randint(a,b)               random search only: an integer in [a, b], both ends included
+    seeds=N                        seeds per configuration (default 3), numbered seed, seed+1, ...
+    seed=S                         the first seed (default 0)
+
+Any key can be an axis, `algo` and `env` included. A configuration is one
+assignment of every axis; grid search takes the product of the axes, random
+search draws `samples` configurations (duplicates dropped).
+
+Seeds and trials: by default every (configuration, seed) pair is one trial, a
+run with `seeds=1 seed=<k>`, so the seeds of a configuration spread over the
+workers of a cluster like any other trials. With `vmap_seeds=True` a
+configuration is one trial that trains all its seeds in one compiled run
+(`seeds=N`, as `coplay train` does), which is faster on one machine with few
+configurations. The two modes draw different random numbers for "seed k" (a
+one-seed run from `seed=k`, or seed k of an N-seed run from `seed=S`), both
+give independent seeds.
+
+Why coplay expands the search itself rather than Tune: every configuration is
+then known before Ray starts, so every one is validated up front (a misspelt
+field or an out-of-range value is refused with the valid choices before any
+trial starts), and every trial has a fixed directory, named after its
+configuration's values and a hash of its resolved config:
+
+    <sweep dir>/
+      sweep.yaml                   the sweep: arguments, configurations, trials
+      trials/<config id>-seed<k>/  one coplay run directory per trial (config.yaml, metrics.csv, summary.json, ...)
+      attempts/<trial id>.jsonl    one line per attempt at a trial: pid, host, chunk it resumed at
+      tune/                        Ray Tune's own records
+      sweep.md, sweep.csv, sweep.json   the gathered table: IQM and 95% bootstrap CI per configuration
+      sweep.png                    final return per configuration with CI bars; learning curves with CI bands
+
+Fault tolerance comes from the runs' own checkpoints: a trial whose worker dies
+is started again by Tune (`max_failures` times), finds the checkpoints in its
+directory and resumes from the last one (exactly, as `coplay train resume=`
+does). A trial that finished left summary.json, which the gathering step reads,
+so no finished result is lost when a later trial fails; running the same sweep
+again (same arguments, same directory) runs only the trials that have not
+finished. The default sweep directory is derived from the arguments for that
+reason: `runs/sweep-<algo>-<env>-<hash of the arguments>`.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import itertools
+import json
+import math
+import os
+import re
+import shutil
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from coplay.core.errors import ConfigError
+from coplay.eval.stats import SUMMARY_REPS, iqm_ci
+from coplay.experiment import checkpoint
+from coplay.experiment.checkpoint import atomic_write
+from coplay.experiment.config import parse_overrides
+from coplay.experiment.report import curve, draw_band, read_metrics, save_figure
+
+SEARCHES = ("grid", "random")
+DISTRIBUTIONS = ("uniform", "loguniform", "randint")
+DEFAULT_SEEDS = 3
+# Run fields the sweep sets itself for every trial.
+RESERVED = ("out_dir", "name", "resume")
+_DIST = re.compile(r"^\s*(\w+)\s*\(\s*([^,()]+)\s*,\s*([^,()]+)\s*\)\s*$")
+
+
+# --- the grammar --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One swept key: either a list of values (`values`, as given on the command
+    line) or a distribution (`dist` in DISTRIBUTIONS, on [low, high])."""
+
+    key: str
+    values: tuple[str, ...] = ()
+    dist: str | None = None
+    low: float = 0.0
+    high: float = 0.0
+
+    def __str__(self) -> str:
+        if self.dist:
+            return f"{self.key}={self.dist}({self.low},{self.high})"
+        return f"{self.key}=[{','.join(self.values)}]"
+
+
+@dataclass(frozen=True)
+class SweepArgs:
+    """A parsed sweep command: overrides every configuration shares, the axes, and the seeds."""
+
+    fixed: tuple[str, ...]
+    axes: tuple[Axis, ...]
+    seeds: int = DEFAULT_SEEDS
+    seed: int = 0
+
+
+def parse_sweep(args: list[str]) -> SweepArgs:
+    """Split `key=value` arguments into fixed overrides, swept axes and the seed count.
+    Only the grammar is checked here; the values are checked per configuration by `expand`."""
+    fixed: list[str] = []
+    axes: list[Axis] = []
+    seen: set[str] = set()
+    seeds, seed = DEFAULT_SEEDS, 0
+    for arg in args:
+        if "=" not in arg:
+            raise ConfigError(f"argument {arg!r} is not of the form key=value "
+                              "(e.g. algo=ippo, algo.lr=1e-3,3e-4, seeds=3)")
+        key, value = (s.strip() for s in arg.split("=", 1))
+        if key in seen:
+            raise ConfigError(f"{key} is given twice; give an axis once, as {key}=a,b,c")
+        seen.add(key)
+        if key in RESERVED:
+            raise ConfigError(f"{key} is set by coplay sweep for every trial; "
+                              "choose the sweep's directory with --out instead")
+        if key == "progress":  # trials run in Ray workers, where a progress bar is noise
+            continue
+        axis = _parse_axis(key, value)
+        if key in ("seeds", "seed"):
+            if axis is not None:
+                raise ConfigError(f"{key} cannot be swept; seeds=N runs every configuration with N seeds "
+                                  "(seed, seed+1, ..., numbered from seed=S)")
+            n = _int_arg(key, value, minimum=1 if key == "seeds" else 0)
+            seeds, seed = (n, seed) if key == "seeds" else (seeds, n)
+        elif axis is not None:
+            axes.append(axis)
+        else:
+            fixed.append(f"{key}={value}")
+    return SweepArgs(tuple(fixed), tuple(axes), seeds, seed)
+
+
+def _parse_axis(key: str, value: str) -> Axis | None:
+    """An Axis when `value` is a list or a distribution, None for a single value."""
+    m = _DIST.match(value)
+    if m:
+        name = m.group(1)
+        if name not in DISTRIBUTIONS:
+            raise ConfigError(f"{key}={value}: unknown distribution {name!r}; "
+                              f"valid choices: {', '.join(DISTRIBUTIONS)}")
+        low, high = (_number(key, value, m.group(i)) for i in (2, 3))
+        if not low < high:
+            raise ConfigError(f"{key}={value}: the low end must be below the high end")
+        if name == "loguniform" and low <= 0:
+            raise ConfigError(f"{key}={value}: loguniform needs both ends > 0")
+        if name == "randint" and (low != int(low) or high != int(high)):
+            raise ConfigError(f"{key}={value}: randint needs integer ends")
+        return Axis(key, dist=name, low=low, high=high)
+    bracketed = value.startswith("[") and value.endswith("]")
+    if not bracketed and "," not in value:
+        return None
+    items = tuple(v.strip() for v in (value[1:-1] if bracketed else value).split(","))
+    if not items or any(v == "" for v in items):
+        raise ConfigError(f"{key}={value}: empty value in the list; write {key}=a,b or {key}=[a,b]")
+    return Axis(key, values=items)
+
+
+def _number(key: str, value: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ConfigError(f"{key}={value}: {text.strip()!r} is not a number") from None
+
+
+def _int_arg(key: str, value: str, minimum: int) -> int:
+    try:
+        n = float(value)
+    except ValueError:
+        n = math.nan
+    if not math.isfinite(n) or n != int(n) or n < minimum:
+        raise ConfigError(f"{key} must be an integer >= {minimum}, got {value!r}")
+    return int(n)
+
+
+# --- expansion and validation -------------------------------------------------------------------------------------
+
+
+def expand(sweep_args: SweepArgs, search: str = "grid", samples: int = 8, search_seed: int = 0) -> list[dict[str, str]]:
+    """Every configuration as `swept key -> value text`, in a fixed order.
+
+    grid: the product of the axes (first axis slowest), every axis a list.
+    random: `samples` draws, each axis independently (a list: uniformly among
+    its values), from a generator seeded by `search_seed`; repeated
+    configurations are dropped, so there may be fewer than `samples`."""
+    if search not in SEARCHES:
+        raise ConfigError(f"unknown search {search!r}; valid choices: {', '.join(SEARCHES)}")
+    axes = sweep_args.axes
+    if search == "grid":
+        ranged = [a for a in axes if a.dist]
+        if ranged:
+            raise ConfigError(f"{ranged[0]} is a distribution, which a grid cannot enumerate; "
+                              "use --search random, or list the values (key=a,b,c)")
+        combos = itertools.product(*(a.values for a in axes))
+        configs = [dict(zip((a.key for a in axes), combo)) for combo in combos]
+    else:
+        if samples < 1:
+            raise ConfigError(f"--samples must be >= 1, got {samples}")
+        rng = np.random.default_rng(search_seed)
+        configs = [{a.key: _draw(a, rng) for a in axes} for _ in range(samples)]
+    unique: list[dict[str, str]] = []
+    for c in configs:  # keep first occurrences, in order
+        if c not in unique:
+            unique.append(c)
+    return unique
+
+
+def _draw(axis: Axis, rng: np.random.Generator) -> str:
+    if not axis.dist:
+        return axis.values[int(rng.integers(len(axis.values)))]
+    if axis.dist == "randint":
+        return str(int(rng.integers(int(axis.low), int(axis.high) + 1)))
+    if axis.dist == "uniform":
+        x = rng.uniform(axis.low, axis.high)
+    else:
+        x = math.exp(rng.uniform(math.log(axis.low), math.log(axis.high)))
+    return f"{x:.6g}"  # readable in labels and tables; far finer than any sensible sweep needs
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One point of the search: `values` (swept key -> value text) on top of the
+    fixed overrides; `id` is its directory-name prefix (label and config hash)."""
+
+    id: str
+    values: dict[str, str]
+    overrides: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One Tune trial: a coplay run of configuration `config` with `seeds` (the
+    run's `seed` and `seeds` fields follow from them) in `run_dir`."""
+
+    id: str
+    config: str
+    seeds: tuple[int, ...]
+    run_dir: Path
+    overrides: tuple[str, ...]  # everything `coplay train` needs, for this trial
+
+    def payload(self) -> dict:
+        # The JAX compilation cache is shared by the sweep's trials: every seed of a
+        # configuration compiles the same programs, so all but the first read them back.
+        return {"trial_id": self.id, "run_dir": str(self.run_dir), "overrides": list(self.overrides),
+                "jax_cache_dir": str(self.run_dir.parent.parent / "jax_cache")}
+
+
+@dataclass
+class SweepPlan:
+    """Everything fixed before Ray starts: the configurations, trials and directory."""
+
+    sweep_dir: Path
+    args: list[str]
+    search: str
+    seeds: tuple[int, ...]
+    configurations: list[Configuration]
+    trials: list[Trial]
+    axes: tuple[str, ...]
+
+    def trials_of(self, config_id: str) -> list[Trial]:
+        return [t for t in self.trials if t.config == config_id]
+
+
+def plan_sweep(args: list[str], *, search: str = "grid", samples: int = 8, search_seed: int = 0,
+               vmap_seeds: bool = False, out: str | Path | None = None) -> SweepPlan:
+    """Parse, expand and validate a sweep; nothing is run and nothing is written.
+
+    Every configuration goes through `parse_overrides` and the runner's `plan`
+    (environment and trainer built, nothing compiled), so any bad value in any
+    configuration is refused here, with the standard message."""
+    from coplay.experiment.runner import plan
+
+    sweep_args = parse_sweep(args)
+    values_list = expand(sweep_args, search, samples, search_seed)
+    seeds = tuple(range(sweep_args.seed, sweep_args.seed + sweep_args.seeds))
+    configurations: list[Configuration] = []
+    experiments = []
+    for values in values_list:
+        overrides = (*sweep_args.fixed, *(f"{k}={v}" for k, v in values.items()))
+        try:
+            exp = parse_overrides([*overrides, f"seeds={len(seeds) if vmap_seeds else 1}", f"seed={seeds[0]}"])
+            _close(plan(exp))
+        except ConfigError as e:
+            if not values:
+                raise
+            where = ", ".join(f"{k}={v}" for k, v in values.items())
+            raise type(e)(f"in sweep configuration {where}: {e}") from e
+        digest = _config_hash(exp)
+        if any(c.id.endswith(f"-{digest}") for c in configurations):  # e.g. lr=1e-3,0.001: one configuration
+            continue
+        config_id = f"{_label(values)}-{digest}"
+        configurations.append(Configuration(config_id, dict(values), overrides))
+        experiments.append(exp)
+
+    identity = {"args": list(args), "search": search, "samples": samples if search == "random" else None,
+                "search_seed": search_seed if search == "random" else None, "vmap_seeds": vmap_seeds}
+    if out is None:
+        algos = "+".join(dict.fromkeys(e.algo for e in experiments))
+        envs = "+".join(dict.fromkeys(e.env for e in experiments))
+        out = Path("runs") / _safe(f"sweep-{algos}-{envs}-{_digest(identity)}")
+    sweep_dir = Path(out).absolute()
+
+    trials: list[Trial] = []
+    trials_dir = sweep_dir / "trials"
+    for c in configurations:
+        groups = [seeds] if vmap_seeds else [(s,) for s in seeds]
+        for group in groups:
+            suffix = f"seed{group[0]}" if len(group) == 1 and not vmap_seeds else f"seeds{group[0]}-{group[-1]}"
+            trial_id = f"{c.id}-{suffix}"
+            overrides = (*c.overrides, f"seeds={len(group)}", f"seed={group[0]}", f"out_dir={trials_dir}",
+                         f"name={trial_id}", "progress=false")
+            trials.append(Trial(trial_id, c.id, group, trials_dir / trial_id, overrides))
+    return SweepPlan(sweep_dir, list(args), search, seeds, configurations, trials,
+                     tuple(a.key for a in sweep_args.axes))
+
+
+def _close(planned: Any) -> None:
+    # A host-stepped environment (PettingZoo, Gymnasium) holds copies and worker processes
+    # that validation has no use for.
+    env = getattr(planned, "env", None)
+    if env is not None and hasattr(env, "close"):
+        env.close()
+
+
+def _label(values: dict[str, str]) -> str:
+    if not values:
+        return "base"
+    text = "_".join(f"{k.split('.')[-1] if k.startswith(('algo.', 'env.')) else k}={v}" for k, v in values.items())
+    return _safe(text)[:60]
+
+
+def _safe(name: str) -> str:
+    """A directory name: anything but letters, digits and ._=+- becomes _ (e.g. pgx:othello)."""
+    return re.sub(r"[^A-Za-z0-9._=+-]", "_", name)
+
+
+def _config_hash(exp: Any) -> str:
+    """A hash of the resolved config, without the fields that name runs or seeds, so
+    `lr=1e-3` and `lr=0.001` are the same configuration and any change is a new one."""
+    d = exp.to_dict()
+    for k in ("seed", "seeds", "out_dir", "name", "resume", "progress"):
+        d.pop(k, None)
+    return _digest(d)
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+# --- one trial, in a Ray worker -----------------------------------------------------------------------------------
+
+
+def run_trial(payload: dict) -> dict:
+    """Run (or finish) one trial's coplay run; this is what each Tune trial calls.
+
+    If the run directory holds summary.json, the run finished earlier and is not
+    repeated. If it holds checkpoints (an earlier attempt died), the run resumes
+    from the last one. If it holds neither (an attempt died before its first
+    checkpoint), it starts over. Every attempt is logged to
+    `<sweep dir>/attempts/<trial id>.jsonl`. Returns the final return's IQM and
+    the whole summary (as JSON text) for Tune to record."""
+    from coplay.experiment.runner import train
+
+    _use_compilation_cache(payload.get("jax_cache_dir"))
+    run_dir = Path(payload["run_dir"])
+    summary_path = run_dir / "summary.json"
+    resumed_at = None
+    if not summary_path.exists():
+        overrides = list(payload["overrides"])
+        last = checkpoint.list_checkpoints(run_dir / "checkpoints")
+        if last:
+            resumed_at = int(re.findall(r"\d+", last[-1].name)[0]) + 1
+            overrides.append(f"resume={run_dir}")
+        elif run_dir.exists():
+            shutil.rmtree(run_dir)  # nothing worth keeping, and a fresh run needs its directory free
+        _log_attempt(run_dir, payload["trial_id"], resumed_at)
+        result = train(overrides)
+        if result.interrupted:
+            raise RuntimeError(f"trial {payload['trial_id']} was interrupted; its checkpoint is in {run_dir}")
+    summary = json.loads(summary_path.read_text())
+    return {"final_return": float(summary["final"]["return"]["iqm"]), "summary_json": json.dumps(summary)}
+
+
+def _use_compilation_cache(directory: str | None) -> None:
+    """Point JAX's persistent compilation cache at the sweep's, unless one is configured already
+    (e.g. JAX_COMPILATION_CACHE_DIR); caching every program, as trials are short and repeat them."""
+    import jax
+
+    if directory and not jax.config.jax_compilation_cache_dir:
+        jax.config.update("jax_compilation_cache_dir", directory)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
+
+def _attempts_path(run_dir: Path, trial_id: str) -> Path:
+    return run_dir.parent.parent / "attempts" / f"{trial_id}.jsonl"
+
+
+def _log_attempt(run_dir: Path, trial_id: str, resumed_at: int | None) -> None:
+    # Beside the run directory, not in it: a fresh run must find its directory absent.
+    path = _attempts_path(run_dir, trial_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"pid": os.getpid(), "host": socket.gethostname(), "time": time.time(), "resumed_at_chunk": resumed_at}
+    with path.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_attempts(run_dir: Path, trial_id: str) -> list[dict]:
+    """Every attempt at a trial so far (pid, host, time, `resumed_at_chunk`: None for a fresh start)."""
+    path = _attempts_path(Path(run_dir), trial_id)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# --- the whole sweep ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SweepResult:
+    """`table`: one row per configuration (see `gather`); `failed`: trial id -> error
+    of the trials that did not finish; `ran`: trials run now (the others had finished before)."""
+
+    sweep_dir: Path
+    table: list[dict]
+    failed: dict[str, str] = field(default_factory=dict)
+    ran: list[str] = field(default_factory=list)
+    text: str = ""
+
+
+def sweep(args: list[str], *, search: str = "grid", samples: int = 8, search_seed: int = 0,
+          vmap_seeds: bool = False, out: str | Path | None = None, address: str | None = None,
+          num_cpus: int | None = None, cpus_per_trial: float = 1.0, gpus_per_trial: float = 0.0,
+          max_failures: int = 2, verbose: int = 1) -> SweepResult:
+    """Validate, run the unfinished trials on Ray Tune, gather the table and plot.
+
+    `args`: the sweep grammar (see the module docstring). `address`: None or
+    "local" for a local Ray instance, else a running cluster (`auto`,
+    `host:port`, `ray://host:port`); on a cluster the sweep directory should be
+    on storage that every node reaches, for retries to find their checkpoints.
+    Results still come back through Tune when it is not."""
+    from coplay.scale import sweep as scale
+
+    scale.require_ray()
+    p = plan_sweep(args, search=search, samples=samples, search_seed=search_seed, vmap_seeds=vmap_seeds, out=out)
+    if max_failures < 0:
+        raise ConfigError(f"--max-failures must be >= 0, got {max_failures}")
+    if cpus_per_trial <= 0 or gpus_per_trial < 0:
+        raise ConfigError(f"--cpus-per-trial must be > 0 and --gpus-per-trial >= 0, "
+                          f"got {cpus_per_trial} and {gpus_per_trial}")
+    scale.check_address(address)
+    _write_plan(p, {"samples": samples, "search_seed": search_seed, "vmap_seeds": vmap_seeds})
+
+    todo = {t.id: t.payload() for t in p.trials if not (t.run_dir / "summary.json").exists()}
+    outcomes = scale.run_trials(run_trial, todo, storage_dir=p.sweep_dir, name="tune", address=address,
+                                num_cpus=num_cpus, cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus_per_trial,
+                                max_failures=max_failures, verbose=verbose)
+    # A trial that finished on a node whose disk this machine cannot see still reported its summary.
+    for trial in p.trials:
+        o = outcomes.get(trial.id)
+        path = trial.run_dir / "summary.json"
+        if o is not None and o.finished and not path.exists() and "summary_json" in o.metrics:
+            atomic_write(path, o.metrics["summary_json"].encode())
+    failed = {tid: (o.error or "did not finish") for tid, o in outcomes.items() if not o.finished}
+    table = gather(p)
+    text = write_report(p, table)
+    return SweepResult(p.sweep_dir, table, failed, list(todo), text)
+
+
+def _write_plan(p: SweepPlan, options: dict) -> None:
+    data = {
+        "args": p.args, "search": p.search, **options, "seeds": list(p.seeds),
+        "configurations": [{"id": c.id, "values": c.values, "overrides": list(c.overrides)} for c in p.configurations],
+        "trials": [{"id": t.id, "config": t.config, "seeds": list(t.seeds), "run_dir": str(t.run_dir)}
+                   for t in p.trials],
+    }
+    atomic_write(p.sweep_dir / "sweep.yaml", yaml.safe_dump(data, sort_keys=False).encode())
+
+
+def gather(p: SweepPlan) -> list[dict]:
+    """One row per configuration, in search order, from the summary.json of its
+    finished trials: every final evaluation metric as IQM over all its seeds with
+    a 95% stratified bootstrap CI (`return` first), and which trials are missing.
+
+    Row: {"config", "values", "seeds": finished seeds, "seeds_expected",
+          "return": {"iqm", "ci_low", "ci_high", "n", "per_seed"}, "final": {metric: same},
+          "trials": [{"id", "run_dir", "finished", "attempts"}], "missing": [trial id]}"""
+    rows, columns = [], []  # columns: (row, metric, per-seed values [runs])
+    for c in p.configurations:
+        per_metric: dict[str, list[float]] = {}
+        trials = []
+        for t in p.trials_of(c.id):
+            path = t.run_dir / "summary.json"
+            finished = path.exists()
+            if finished:
+                for metric, est in json.loads(path.read_text())["final"].items():
+                    per_metric.setdefault(metric, []).extend(est["per_seed"])
+            trials.append({"id": t.id, "run_dir": str(t.run_dir), "finished": finished,
+                           "attempts": read_attempts(t.run_dir, t.id)})
+        row = {"config": c.id, "values": c.values, "seeds": len(per_metric.get("return", [])),
+               "seeds_expected": sum(len(t.seeds) for t in p.trials_of(c.id)), "return": None, "final": {},
+               "trials": trials, "missing": [t["id"] for t in trials if not t["finished"]]}
+        rows.append(row)
+        columns += [(row, m, v) for m, v in per_metric.items()]
+    # The bootstrap resamples runs within each column, so the columns with the same number of
+    # runs (every metric of every complete configuration, as a rule) share one call: one
+    # rliable call per column would take seconds each.
+    for n in sorted({len(v) for _, _, v in columns}):
+        group = [col for col in columns if len(col[2]) == n]
+        estimates = iqm_ci(np.array([v for _, _, v in group], np.float64).T, reps=SUMMARY_REPS)
+        for (row, metric, values), est in zip(group, estimates):
+            row["final"][metric] = {**est.as_dict(), "per_seed": values}
+    for row in rows:
+        row["return"] = row["final"].get("return")
+    return rows
+
+
+def write_report(p: SweepPlan, table: list[dict]) -> str:
+    """Write sweep.json, sweep.csv, sweep.md and sweep.png; returns the markdown table."""
+    d = p.sweep_dir
+    atomic_write(d / "sweep.json", json.dumps({"axes": list(p.axes), "configurations": table}, indent=2).encode())
+    atomic_write(d / "sweep.csv", _csv(p, table).encode())
+    text = _markdown(p, table)
+    atomic_write(d / "sweep.md", text.encode())
+    plot_sweep(p, table, d / "sweep.png")
+    return text
+
+
+def _cells(row: dict) -> tuple[str, str]:
+    r = row["return"]
+    if r is None:
+        return "-", "-"
+    return f"{r['iqm']:.3f}", f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+
+
+def _markdown(p: SweepPlan, table: list[dict]) -> str:
+    """Best configuration first (by IQM of the final return); unfinished ones last."""
+    order = sorted(table, key=lambda r: -r["return"]["iqm"] if r["return"] else math.inf)
+    head = ["config", *p.axes, "seeds", "return IQM", "95% CI"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in order:
+        iqm, ci = _cells(r)
+        cells = [r["config"], *(r["values"][a] for a in p.axes), f"{r['seeds']}/{r['seeds_expected']}", iqm, ci]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _csv(p: SweepPlan, table: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["config", *p.axes, "seeds", "seeds_expected", "return_iqm", "return_ci_low", "return_ci_high"])
+    for r in table:
+        ret = r["return"] or {}
+        w.writerow([r["config"], *(r["values"][a] for a in p.axes), r["seeds"], r["seeds_expected"],
+                    *(ret.get(k, "") for k in ("iqm", "ci_low", "ci_high"))])
+    return buf.getvalue()
+
+
+def plot_sweep(p: SweepPlan, table: list[dict], path: Path, key: str = "eval/return") -> Path | None:
+    """Left: final return per configuration, IQM with 95% CI bars. Right: learning
+    curves (`key` from each trial's metrics.csv), IQM with a CI band per configuration."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    done = [r for r in table if r["return"] is not None]
+    if not done:
+        return None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, max(4.0, 0.4 * len(done) + 2)), dpi=100)
+    labels = [", ".join(f"{k}={v}" for k, v in r["values"].items()) or r["config"] for r in done]
+    ys = np.arange(len(done))[::-1]
+    mid = np.array([r["return"]["iqm"] for r in done])
+    lo = np.array([r["return"]["ci_low"] for r in done])
+    hi = np.array([r["return"]["ci_high"] for r in done])
+    colors = [f"C{i % 10}" for i in range(len(done))]
+    for y, m, a, b, color in zip(ys, mid, lo, hi, colors):
+        left.errorbar([m], [y], xerr=[[m - a], [b - m]], fmt="o", color=color, capsize=4)
+    left.set_yticks(ys, labels)
+    left.set_ylim(-0.7, len(done) - 0.3)
+    left.set_xlabel("final return: IQM over seeds, 95% bootstrap CI")
+    left.grid(alpha=0.3, axis="x")
+    for r, label, color in zip(done, labels, colors):
+        steps, values = curve(_pooled_rows(p, r), key)
+        if steps.size:
+            draw_band(right, steps, values, color, f"{label} ({values.shape[0]} seeds)")
+    right.set_xlabel("environment steps (per seed)")
+    right.set_ylabel(key)
+    right.grid(alpha=0.3)
+    if right.lines:
+        right.legend(loc="lower right", fontsize="small")
+    fig.suptitle(f"sweep {p.sweep_dir.name}")
+    return save_figure(fig, path)
+
+
+def _pooled_rows(p: SweepPlan, row: dict) -> list[dict]:
+    """metrics.csv rows of a configuration's finished trials, with seeds renumbered
+    so that the trials' seeds are distinct runs of one curve."""
+    rows, offset = [], 0
+    for t in p.trials_of(row["config"]):
+        # A trial that finished on a node this machine cannot see has its summary here, not its metrics.
+        if not (t.run_dir / "summary.json").exists() or not (t.run_dir / "metrics.csv").exists():
+            continue
+        for r in read_metrics(t.run_dir):
+            rows.append({**r, "seed": str(offset + int(r["seed"]))})
+        offset += len(t.seeds)
+    return rows
