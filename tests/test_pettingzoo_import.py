@@ -23,7 +23,6 @@ from coplay.wrappers import AutoReset, EpisodeStats  # noqa: E402
 from gymnasium import spaces  # noqa: E402
 from mpe2 import simple_spread_v3  # noqa: E402
 from pettingzoo import ParallelEnv  # noqa: E402
-from pettingzoo.classic import tictactoe_v3  # noqa: E402
 
 SPREAD = "pettingzoo:mpe2.simple_spread_v3"
 

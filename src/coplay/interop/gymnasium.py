@@ -35,14 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from coplay.core import spaces as cs
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
-from coplay.core.types import EnvSpec
 from coplay.interop import require
 from coplay.interop.host import HostCopy, HostEnv, HostEnvError, HostStep
-from coplay.interop.layout import AgentLayout, probe_episode
+from coplay.interop.layout import AgentLayout, host_env
 
 AGENT = "agent_0"
 DEFAULT_MAX_STEPS = 1000
@@ -96,8 +94,7 @@ class _GymCopy(HostCopy):
 
 
 def from_gymnasium(env_or_factory: Any, *, name: str | None = None, max_steps: int | None = None,
-                   max_copies: int = 4096, workers: int = 0,
-                    worker_backend: str = "process") -> HostEnv:
+                   max_copies: int = 4096, workers: int = 0, worker_backend: str = "process") -> HostEnv:
     """A single-agent `gymnasium.Env` (or a function building one) as a one-agent
     coplay environment stepped on the host. Instances are copied with
     `copy.deepcopy` for each parallel environment; a function is called.
@@ -123,22 +120,9 @@ def from_gymnasium(env_or_factory: Any, *, name: str | None = None, max_steps: i
     if max_steps is None:
         limit = getattr(getattr(probe, "spec", None), "max_episode_steps", None)
         max_steps = int(limit) if limit else DEFAULT_MAX_STEPS
-    if max_steps < 1:
-        raise ConfigError(f"{name}: max_steps must be >= 1, got {max_steps}")
     probe.close()
-    make_copy = lambda: _GymCopy(factory(), layout, reward_dim)  # noqa: E731
-    state_shape = probe_episode(make_copy(), layout, max_steps)
-    spec = EnvSpec(
-        name=name,
-        num_agents=1,
-        obs_space=layout.obs_space,
-        action_space=layout.action_space,
-        global_state_space=cs.Box(low=layout.obs_space.low, high=layout.obs_space.high, shape=state_shape),
-        max_steps=max_steps,
-        reward_dim=reward_dim,
-        roles=(AGENT,),
-    )
-    return HostEnv(make_copy, spec, max_copies=max_copies, workers=workers, worker_backend=worker_backend)
+    return host_env(lambda: _GymCopy(factory(), layout, reward_dim), layout, name=name, max_steps=max_steps,
+                    max_copies=max_copies, workers=workers, worker_backend=worker_backend, reward_dim=reward_dim)
 
 
 # -- the `gym:` registry prefix -------------------------------------------------

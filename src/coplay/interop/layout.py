@@ -18,13 +18,16 @@ values seen while stepping, the step).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from coplay.core import spaces as cs
+from coplay.core.errors import ConfigError
+from coplay.core.types import EnvSpec
 from coplay.interop import require
-from coplay.interop.host import HostCopy, HostEnvError, box_bounds
+from coplay.interop.host import HostCopy, HostEnv, HostEnvError, box_bounds
 
 
 class AgentLayout:
@@ -170,4 +173,24 @@ def probe_episode(copy_: HostCopy, layout: AgentLayout, max_steps: int, seed: in
     return shape
 
 
-__all__ = ["AgentLayout", "probe_episode"]
+def host_env(make_copy: Callable[[], HostCopy], layout: AgentLayout, *, name: str, max_steps: int,
+             max_copies: int, workers: int, worker_backend: str, **spec_fields: Any) -> HostEnv:
+    """The HostEnv of copies made by `make_copy` with `layout`'s agents and spaces,
+    after one probe episode (see `probe_episode`); `spec_fields` go to its EnvSpec."""
+    if max_steps < 1:
+        raise ConfigError(f"{name}: max_steps must be >= 1, got {max_steps}")
+    state_shape = probe_episode(make_copy(), layout, max_steps)
+    spec = EnvSpec(
+        name=name,
+        num_agents=len(layout.agents),
+        obs_space=layout.obs_space,
+        action_space=layout.action_space,
+        global_state_space=cs.Box(low=-np.inf, high=np.inf, shape=state_shape),
+        max_steps=max_steps,
+        roles=tuple(layout.agents),
+        **spec_fields,
+    )
+    return HostEnv(make_copy, spec, max_copies=max_copies, workers=workers, worker_backend=worker_backend)
+
+
+__all__ = ["AgentLayout", "host_env", "probe_episode"]

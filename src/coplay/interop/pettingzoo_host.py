@@ -46,13 +46,11 @@ from typing import Any
 
 import numpy as np
 
-from coplay.core import spaces as cs
 from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
-from coplay.core.types import EnvSpec
 from coplay.interop import require
 from coplay.interop.host import HostCopy, HostEnv, HostEnvError, HostStep
-from coplay.interop.layout import AgentLayout, probe_episode
+from coplay.interop.layout import AgentLayout, host_env
 
 APIS = ("auto", "parallel", "aec")
 DEFAULT_MAX_STEPS = 1000
@@ -181,8 +179,7 @@ def _is_parallel(env: Any) -> bool:
 
 
 def from_pettingzoo(env_or_factory: Any, *, name: str | None = None, max_steps: int | None = None,
-                    max_copies: int = 4096, workers: int = 0,
-                    worker_backend: str = "process") -> HostEnv:
+                    max_copies: int = 4096, workers: int = 0, worker_backend: str = "process") -> HostEnv:
     """A PettingZoo `ParallelEnv` or `AECEnv` (or a function building one) as a
     coplay environment stepped on the host. Instances are copied with
     `copy.deepcopy` for each parallel environment; a function is called.
@@ -203,25 +200,12 @@ def from_pettingzoo(env_or_factory: Any, *, name: str | None = None, max_steps: 
     if max_steps is None:
         cycles = getattr(probe.unwrapped, "max_cycles", None)
         max_steps = int(cycles) * (1 if parallel else len(layout.agents)) if cycles else DEFAULT_MAX_STEPS
-    if max_steps < 1:
-        raise ConfigError(f"{name}: max_steps must be >= 1, got {max_steps}")
     probe.reset(seed=0)
     state_fn = _state_fn(probe)
     probe.close()
     cls = _ParallelCopy if parallel else _AECCopy
-    make_copy = lambda: cls(factory(), layout, state_fn)  # noqa: E731
-    state_shape = probe_episode(make_copy(), layout, max_steps)
-    spec = EnvSpec(
-        name=name,
-        num_agents=len(layout.agents),
-        obs_space=layout.obs_space,
-        action_space=layout.action_space,
-        global_state_space=cs.Box(low=-np.inf, high=np.inf, shape=state_shape),
-        max_steps=max_steps,
-        roles=tuple(layout.agents),
-        turn_based=not parallel,
-    )
-    return HostEnv(make_copy, spec, max_copies=max_copies, workers=workers, worker_backend=worker_backend)
+    return host_env(lambda: cls(factory(), layout, state_fn), layout, name=name, max_steps=max_steps,
+                    max_copies=max_copies, workers=workers, worker_backend=worker_backend, turn_based=not parallel)
 
 
 # -- the `pettingzoo:` registry prefix ------------------------------------------
