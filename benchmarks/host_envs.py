@@ -8,8 +8,9 @@ JAX) beside mpe2's `simple_spread_v3` trained through `from_pettingzoo`
 
 `steps`: env-steps/s with random actions and auto-reset, 64 environments, for
 coplay's `spread` (jit + vmap), `pettingzoo:mpe2.simple_spread_v3` with its
-copies in this process and in 2 worker processes, and mpe2 stepped by a plain
-Python loop (what the host path cannot beat). `train`: MAPPO with coplay's
+copies in this process, in 2 worker processes and in 2 Ray actors (a local Ray
+instance; on a cluster the actors may be on other machines), and mpe2 stepped by a plain
+Python loop in one process (the in-process host path cannot beat it). `train`: MAPPO with coplay's
 defaults on both paths, the same seeds and budget: env-steps/s and the final
 evaluation return (IQM over seeds with 95% bootstrap CI, per-agent), beside a
 uniformly random policy's return. The two environments are the same game step
@@ -31,10 +32,7 @@ import numpy as np
 
 import coplay
 from coplay.eval.stats import summarize
-from coplay.experiment.config import parse_overrides
-from coplay.experiment.evaluate import make_evaluator
-from coplay.experiment.runner import plan
-from coplay.nets.init import init_stacked
+from coplay.experiment.runner import uniform_policy_return
 from coplay.wrappers import AutoReset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -103,18 +101,12 @@ def steps_table() -> dict:
         "coplay spread (JAX)": coplay_rate("spread"),
         "from_pettingzoo, copies in-process": coplay_rate(HOST),
         "from_pettingzoo, 2 worker processes": coplay_rate(HOST, workers=2),
+        "from_pettingzoo, 2 Ray actors": coplay_rate(HOST, workers=2, worker_backend="ray"),
         "mpe2, plain Python loop": mpe2_loop_rate(),
     }
     for k, v in rows.items():
         print(f"{k}: {v:,.0f} env-steps/s", flush=True)
     return rows
-
-
-def random_return(overrides: list[str], episodes: int = 256) -> float:
-    p = plan(parse_overrides(overrides + ["progress=false", "tensorboard=false"]))
-    params = p.trainer.policy_params(init_stacked(p.trainer.init, jax.random.split(jax.random.PRNGKey(0), 1)))
-    params = jax.tree.map(lambda x: x[0] * 0.0, params)  # zero weights: uniform over legal actions
-    return float(np.mean(jax.jit(make_evaluator(p.trainer.policy(), episodes))(params, jax.random.PRNGKey(7))["return"]))
 
 
 def train_table(total_steps: int, seeds: int, out_dir: Path) -> dict:
@@ -131,7 +123,7 @@ def train_table(total_steps: int, seeds: int, out_dir: Path) -> dict:
         rows[label] = {
             "env_steps": steps, "wall_s": wall, "env_steps_per_s": steps / wall,
             "return": summarize(per_seed).as_dict(), "per_seed": per_seed.tolist(),
-            "random_return": random_return(overrides),
+            "random_return": uniform_policy_return(overrides + ["progress=false", "tensorboard=false"], episodes=256),
         }
         print(label, rows[label], flush=True)
     return rows

@@ -13,9 +13,7 @@ import pytest
 import coplay
 from coplay.algos.common.matches import make_match, outcomes, random_policy
 from coplay.experiment.config import parse_overrides
-from coplay.experiment.evaluate import make_evaluator
-from coplay.experiment.runner import plan
-from coplay.nets.init import init_stacked
+from coplay.experiment.runner import plan, uniform_policy_return
 
 pytest.importorskip("pettingzoo")
 pytest.importorskip("mpe2")
@@ -23,17 +21,10 @@ pytest.importorskip("mpe2")
 COMMON = ["progress=false", "tensorboard=false", "eval_every=0"]
 
 
-def _random_return(overrides: list[str], episodes: int = 256) -> float:
-    p = plan(parse_overrides(overrides))
-    params = p.trainer.policy_params(init_stacked(p.trainer.init, jax.random.split(jax.random.PRNGKey(0), 1)))
-    params = jax.tree.map(lambda x: x[0] * 0.0, params)  # zero weights: uniform over legal actions
-    return float(np.mean(jax.jit(make_evaluator(p.trainer.policy(), episodes))(params, jax.random.PRNGKey(7))["return"]))
-
-
 def test_mappo_learns_mpe2_simple_spread_through_from_pettingzoo(tmp_path):
     overrides = ["algo=mappo", "env=pettingzoo:mpe2.simple_spread_v3", "env.workers=2", "seeds=1",
                  "total_steps=100000", "chunk_steps=50000", "eval_episodes=128", *COMMON]
-    random = _random_return(overrides)
+    random = uniform_policy_return(overrides, episodes=256)
     result = coplay.train(overrides + [f"out_dir={tmp_path}"])
     learned = result.final_return["per_seed"][0]
     # Random play is about -26.4 per agent; MAPPO on coplay's native spread, same

@@ -244,7 +244,7 @@ def test_prefix_names_resolve_and_unknown_names_explain():
     with pytest.raises(UnknownNameError, match="othello"):
         ENVS.get("pgx:othelo")
     with pytest.raises(UnknownNameError, match=r"pgx:<name>"):
-        ENVS.get("pettingzoo:pong")
+        ENVS.get("atari:pong")
     with pytest.raises(UnknownNameError, match="max_steps"):
         coplay.make("pgx:othello", max_step=3)
     with pytest.raises(ConfigError, match="max_steps=0"):

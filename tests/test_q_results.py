@@ -23,7 +23,7 @@ import pytest
 
 import coplay
 from coplay.experiment import runner
-from test_learning import random_policy_return
+from coplay.experiment.runner import uniform_policy_return
 
 MATRIX = ["env=matrix", "env.rounds=1", "seeds=2", "total_steps=8000", "chunk_steps=8000",
           "algo.learning_starts=1000", "algo.buffer_size=4000", "algo.eps_decay=0.5", "algo.num_envs=8",
@@ -94,7 +94,7 @@ FORAGING_COOP = ["env=foraging", "env.grid_size=5", "env.n_food=1", "env.force_c
 @pytest.mark.parametrize("algo, budget", [("iql", []), ("vdn", []),
                                           ("qmix", ["total_steps=500000", "chunk_steps=100000"])])
 def test_q_family_beats_random_on_cooperative_foraging(tmp_path, algo, budget):
-    random = random_policy_return([f"algo={algo}", *FORAGING_COOP, "algo.eval_epsilon=1.0"])
+    random = uniform_policy_return([f"algo={algo}", *FORAGING_COOP, "algo.eval_epsilon=1.0"])
     result = coplay.train([f"algo={algo}", *FORAGING_COOP, *budget, f"out_dir={tmp_path}"])
     per_seed = np.array(result.final_return["per_seed"])
     # At most 0.5 per agent (the food's reward is shared by the two loaders).

@@ -29,7 +29,7 @@ from coplay.core.errors import CheckpointError, ConfigError, TrainingError
 from coplay.core.registry import ENVS
 from coplay.experiment import checkpoint
 from coplay.experiment.config import Experiment, parse_overrides, resume_differences
-from coplay.experiment.evaluate import evaluator_for
+from coplay.experiment.evaluate import evaluator_for, make_evaluator
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
 from coplay.nets.init import init_stacked
 from coplay.scale.devices import describe, run_mesh, shard_state
@@ -109,6 +109,20 @@ def chunk_function(p: Plan):
 def evaluation_function(p: Plan):
     evaluate = evaluator_for(p.trainer, p.exp.run.eval_episodes)
     return jax.jit(jax.vmap(evaluate))
+
+
+def uniform_policy_return(config: Experiment | dict | list[str], episodes: int = 512, seed: int = 7) -> float:
+    """Mean per-agent episode return of the trainer's own policy with every weight
+    zero (uniform over the legal actions, for discrete actions) on the config's
+    environment: the baseline a learning result is compared against."""
+    p = plan(resolve(config))
+    try:
+        params = p.trainer.policy_params(init_stacked(p.trainer.init, jax.random.split(jax.random.PRNGKey(0), 1)))
+        params = jax.tree.map(lambda x: x[0] * 0.0, params)
+        evaluate = jax.jit(make_evaluator(p.trainer.policy(), episodes))
+        return float(np.mean(evaluate(params, jax.random.PRNGKey(seed))["return"]))
+    finally:
+        p.env.close()
 
 
 def eval_keys(exp: Experiment, chunk: int) -> jax.Array:
