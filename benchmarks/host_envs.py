@@ -158,11 +158,13 @@ def main() -> None:
     if args.only in (None, "train"):
         rows = train_table(args.total_steps, args.seeds, Path(args.out))
         results["train"] = rows
+        per_seed_steps = next(iter(rows.values()))["env_steps"] // args.seeds
         lines = [
-            f"{machine} Command: `python benchmarks/host_envs.py --only train` ({args.total_steps:,} env steps "
-            f"per seed, {args.seeds} seeds in one compiled run). MAPPO with coplay's defaults on both paths; "
-            "wall time includes compilation and evaluation. Return: per-agent episode return of the final "
-            "policy, 64 evaluation episodes per seed, IQM over seeds [95% bootstrap CI].",
+            f"{machine} Command: `python benchmarks/host_envs.py --only train` ({per_seed_steps:,} env steps "
+            f"per seed: {args.total_steps:,} asked, rounded up to whole chunks; {args.seeds} seeds in one "
+            "compiled run). MAPPO with coplay's defaults on both paths; wall time includes compilation and "
+            "evaluation. Return: per-agent episode return of the final policy, 64 evaluation episodes per "
+            "seed, IQM over seeds [95% bootstrap CI]; random policy: 256 episodes.",
             "",
             "| environment | env-steps/s (training) | wall s | final return | per seed | random policy |",
             "|---|---|---|---|---|---|",

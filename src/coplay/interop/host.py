@@ -171,9 +171,15 @@ class _ShardedStore:
         for w in busy:
             self._send(w, [commands[i] for i in groups[w]])
         out: list[HostStep | None] = [None] * len(commands)
+        error: Exception | None = None
         for w in busy:  # every worker is stepping its copies while we wait for the first
-            for i, ts in zip(groups[w], self._receive(w)):
-                out[i] = ts
+            try:
+                for i, ts in zip(groups[w], self._receive(w)):
+                    out[i] = ts
+            except Exception as e:  # noqa: BLE001 - read every reply first, so none is left for the next call
+                error = error or e
+        if error is not None:
+            raise error
         return out  # type: ignore[return-value]
 
 
