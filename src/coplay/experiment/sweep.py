@@ -296,7 +296,7 @@ def plan_sweep(args: list[str], *, search: str = "grid", samples: int = 8, searc
         overrides = (*sweep_args.fixed, *(f"{k}={v}" for k, v in values.items()))
         try:
             exp = parse_overrides([*overrides, f"seeds={len(seeds) if vmap_seeds else 1}", f"seed={seeds[0]}"])
-            _close(plan(exp))
+            plan(exp).env.close()  # validation has no use for host copies or worker processes
         except ConfigError as e:
             if not values:
                 raise
@@ -329,14 +329,6 @@ def plan_sweep(args: list[str], *, search: str = "grid", samples: int = 8, searc
             trials.append(Trial(trial_id, c.id, group, trials_dir / trial_id, overrides))
     return SweepPlan(sweep_dir, list(args), search, seeds, configurations, trials,
                      tuple(a.key for a in sweep_args.axes))
-
-
-def _close(planned: Any) -> None:
-    # A host-stepped environment (PettingZoo, Gymnasium) holds copies and worker processes
-    # that validation has no use for.
-    env = getattr(planned, "env", None)
-    if env is not None and hasattr(env, "close"):
-        env.close()
 
 
 def _label(values: dict[str, str]) -> str:
