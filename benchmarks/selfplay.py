@@ -7,7 +7,7 @@ coplay beside OpenSpiel, PettingZoo and pgx, in one run.
 
 Rows, for each game (coplay's envs are `coplay.make(name)`, which wrap pgx):
 
-- coplay self-play training: `selfplay_ppo.Trainer` with its default config
+- coplay self-play training: `selfplay_ppo.SelfPlayPPO` with its default config
   (`--num-envs` parallel games), `--updates` updates per compiled call as
   `lax.scan(trainer.update)`, as the experiment runner does. One update is a
   rollout of every game against an opponent drawn per game from the snapshot
@@ -98,7 +98,7 @@ def row(what: str, result: dict | None = None, note: str = "") -> dict:
 def coplay_training(env, num_envs: int, updates: int, repeats: int):
     """Training throughput (rollout + PPO update) and the rollout alone: (rows, trainer, final state)."""
     config = selfplay_ppo.Config(num_envs=num_envs)
-    trainer = selfplay_ppo.Trainer(config, env, num_updates=updates * (repeats + 1))
+    trainer = selfplay_ppo.SelfPlayPPO(config, env, num_updates=updates * (repeats + 1))
     state = trainer.init(jax.random.PRNGKey(0))
 
     chunk = jax.jit(lambda s: jax.lax.scan(lambda s, _: trainer.update(s), s, None, length=updates),

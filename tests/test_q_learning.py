@@ -105,8 +105,8 @@ def test_nothing_is_learned_before_learning_starts():
     from coplay.core.registry import ENVS
 
     entry = get_algo("qmix")
-    cfg = entry.Config(num_envs=4, rollout_len=2, learning_starts=24, batch_size=4, buffer_size=64)
-    trainer = entry.module.make_trainer(cfg, ENVS.make("matrix"), num_updates=10)
+    cfg = entry.config(num_envs=4, rollout_len=2, learning_starts=24, batch_size=4, buffer_size=64)
+    trainer = entry.factory(cfg, ENVS.make("matrix"), num_updates=10)
     state = trainer.init(jax.random.PRNGKey(0))
     update = jax.jit(trainer.update)
     for _ in range(2):  # 16 steps < 24: learning waits
@@ -125,18 +125,19 @@ def test_nothing_is_learned_before_learning_starts():
 
 @pytest.mark.parametrize("reward", ["own", "team"])
 def test_iql_learns_from_its_own_or_the_team_reward(reward):
-    from coplay.algos import get_algo
+    from coplay.algos import iql
     from coplay.core.registry import ENVS
 
-    entry = get_algo("iql")
-    trainer = entry.module.make_trainer(entry.Config(reward=reward, learning_starts=0), ENVS.make("matrix"), 10)
+    trainer = iql.IQL(iql.Config(reward=reward, learning_starts=0), ENVS.make("matrix"), 10)
     rewards = jnp.array([[[1.0, 3.0]], [[0.0, 4.0]]])                                     # [L=2, B=1, N=2]
-    w = {"reward": rewards, "active": jnp.ones((2, 1, 2), bool)}
-    q = jnp.zeros((1, 1, 2))
-    *_, used, weight = trainer.team_values(None, None, q, q, w, 1)
-    expected = rewards if reward == "own" else jnp.array([[[2.0, 2.0]], [[2.0, 2.0]]])
-    np.testing.assert_array_equal(np.asarray(used), np.asarray(expected))
-    assert weight.shape == (1, 1, 2)
+    w = {"reward": rewards, "active": jnp.ones((2, 1, 2), bool), "done": jnp.zeros((2, 1), bool)}
+    q = jnp.zeros((1, 1, 2))                                  # Q taken and bootstrap value: zero
+    trainer.td_inputs = lambda params, target_params, window: (q, q, window)
+    loss, stats = trainer.loss(None, None, w)
+    # One-step targets are the first step's rewards: own [1, 3], or the team's mean [2, 2].
+    expected = 0.5 * (1.0 + 9.0) / 2 if reward == "own" else 0.5 * 4.0
+    assert float(loss) == pytest.approx(expected)
+    assert float(stats["q_target"]) == pytest.approx(2.0)
 
 
 def test_mixing_algorithms_accept_only_the_team_reward(tmp_path):

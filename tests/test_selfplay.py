@@ -126,7 +126,7 @@ def test_a_policy_built_for_another_game_is_refused():
 
 def test_round_robin_counts_every_seated_pair():
     env = coplay.make("tic_tac_toe")
-    sp = selfplay_ppo.Trainer(selfplay_ppo.Config(num_envs=4, rollout_len=4, minibatches=1, hidden_size=8), env,
+    sp = selfplay_ppo.SelfPlayPPO(selfplay_ppo.Config(num_envs=4, rollout_len=4, minibatches=1, hidden_size=8), env,
                               num_updates=1)
     policy = sp.policy()
     init = sp.policy_params(sp.init(jax.random.PRNGKey(0)))
@@ -158,19 +158,19 @@ def test_features_flatten_and_add_the_seat():
 
 
 def test_selfplay_refuses_what_it_cannot_train():
-    with pytest.raises(ConfigError, match="needs a game of two or more players"):
-        selfplay_ppo.Trainer(selfplay_ppo.Config(), coplay.make("pgx:2048"), num_updates=1)
+    with pytest.raises(ConfigError, match="needs at least 2"):
+        selfplay_ppo.SelfPlayPPO(selfplay_ppo.Config(), coplay.make("pgx:2048"), num_updates=1)
     with pytest.raises(ConfigError, match="algo.minibatches=3 must divide"):
-        selfplay_ppo.Trainer(selfplay_ppo.Config(minibatches=3), coplay.make("tic_tac_toe"), num_updates=1)
+        selfplay_ppo.SelfPlayPPO(selfplay_ppo.Config(minibatches=3), coplay.make("tic_tac_toe"), num_updates=1)
     with pytest.raises(ConfigError, match="algo.opponent"):
-        selfplay_ppo.Trainer(selfplay_ppo.Config(opponent="best"), coplay.make("tic_tac_toe"), num_updates=1)
+        selfplay_ppo.SelfPlayPPO(selfplay_ppo.Config(opponent="best"), coplay.make("tic_tac_toe"), num_updates=1)
 
 
 def test_update_trains_only_the_learner_and_fills_the_pool():
     env = coplay.make("tic_tac_toe")
     config = selfplay_ppo.Config(num_envs=8, rollout_len=8, minibatches=2, hidden_size=16, snapshot_every=2,
                                  pool_size=3)
-    trainer = selfplay_ppo.Trainer(config, env, num_updates=8)
+    trainer = selfplay_ppo.SelfPlayPPO(config, env, num_updates=8)
     state = trainer.init(jax.random.PRNGKey(0))
     update = jax.jit(trainer.update)
     for _ in range(7):
@@ -188,10 +188,10 @@ def test_update_trains_only_the_learner_and_fills_the_pool():
 def test_fixed_population_is_never_changed():
     env = coplay.make("tic_tac_toe")
     config = selfplay_ppo.Config(num_envs=8, rollout_len=8, minibatches=2, hidden_size=16, snapshot_every=1)
-    probe = selfplay_ppo.Trainer(config, env, num_updates=2)
+    probe = selfplay_ppo.SelfPlayPPO(config, env, num_updates=2)
     members = [probe.policy_params(probe.init(jax.random.PRNGKey(k))) for k in range(2)]
     pool = opponent_pool.from_population(jax.tree.map(lambda *x: jnp.stack(x), *members), jnp.array([1.0, 0.0]))
-    trainer = selfplay_ppo.Trainer(config, env, num_updates=2, opponents=pool)
+    trainer = selfplay_ppo.SelfPlayPPO(config, env, num_updates=2, opponents=pool)
     state = trainer.init(jax.random.PRNGKey(5))
     for _ in range(2):
         state, _ = jax.jit(trainer.update)(state)

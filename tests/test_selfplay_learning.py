@@ -125,7 +125,7 @@ def test_trained_best_response_approaches_the_exact_exploitability_in_kuhn():
     exact = float(exploitability(TreeArrays.from_tree(tree), tree.uniform_policy()))     # 0.458333 (OpenSpiel's figure)
     env = coplay.make("kuhn_poker")
     config = selfplay_ppo.Config(ent_coef=0.01, random_opening=0, hidden_size=64)
-    probe = selfplay_ppo.Trainer(config, env, 1)
+    probe = selfplay_ppo.SelfPlayPPO(config, env, 1)
     uniform = jax.tree.map(lambda x: x * 0.0, probe.policy_params(probe.init(jax.random.PRNGKey(0))))
     br = best_response_value(env, uniform, config, updates=150, key=jax.random.PRNGKey(1), episodes=4000)
     print(f"trained best response vs uniform Kuhn: {br.value} (exact exploitability {exact:.6f})")

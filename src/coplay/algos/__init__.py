@@ -1,44 +1,36 @@
-"""Algorithms, one module each, registered by name."""
+"""Algorithms, one module each, registered by name with their config and capabilities.
+
+`ALGOS` holds the trainers (`coplay train algo=NAME`); every entry's factory
+is a `coplay.algos.base.Trainer` subclass, called as `Trainer(config, env,
+num_updates)`. The game solvers that are not trainers (`coplay solve`) are in
+`coplay.algos.solvers.SOLVERS`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from types import ModuleType
-
 from coplay.algos import ippo, iql, mappo, qmix, selfplay_ppo, vdn
-from coplay.core.errors import unknown_name
+from coplay.algos.base import Trainer
+from coplay.core.registry import Entry, Registry
+
+ALGOS = Registry("algorithm")
 
 
-@dataclass(frozen=True)
-class AlgoEntry:
-    name: str
-    module: ModuleType
-    description: str
-    continuous_actions: bool = False
-
-    @property
-    def Config(self) -> type:  # noqa: N802 - the module's Config class
-        return self.module.Config
+def _register(trainer: type[Trainer], kind: str, description: str) -> None:
+    ALGOS.register(trainer.name, trainer, kind=kind, description=description, config=trainer.Config,
+                   capabilities=trainer.capabilities)
 
 
-ALGOS: dict[str, AlgoEntry] = {
-    "mappo": AlgoEntry("mappo", mappo, "multi-agent PPO with a centralised critic on global_state",
-                       continuous_actions=True),
-    "ippo": AlgoEntry("ippo", ippo, "independent PPO: each agent's critic sees its own observation",
-                       continuous_actions=True),
-    "iql": AlgoEntry("iql", iql, "independent Q-learning: each agent learns its own Q from its own reward"),
-    "vdn": AlgoEntry("vdn", vdn, "value decomposition: the team's Q is the sum of the agents' Q"),
-    "qmix": AlgoEntry("qmix", qmix, "monotonic mixing of the agents' Q by hypernetworks on the global state"),
-    "selfplay_ppo": AlgoEntry("selfplay_ppo", selfplay_ppo,
-                              "PPO against a pool of its own snapshots (latest, uniform or PFSP), every seat"),
-}
+_register(mappo.MAPPO, "on-policy", "multi-agent PPO with a centralised critic on global_state")
+_register(ippo.IPPO, "on-policy", "independent PPO: each agent's critic sees its own observation")
+_register(iql.IQL, "off-policy", "independent Q-learning: each agent learns its own Q from its own reward")
+_register(vdn.VDN, "off-policy", "value decomposition: the team's Q is the sum of the agents' Q")
+_register(qmix.QMIX, "off-policy", "monotonic mixing of the agents' Q by hypernetworks on the global state")
+_register(selfplay_ppo.SelfPlayPPO, "self-play",
+          "PPO against a pool of its own snapshots (latest, uniform or PFSP), every seat")
 
 
-def get_algo(name: str) -> AlgoEntry:
-    if name not in ALGOS:
-        raise unknown_name("algorithm", name, ALGOS)
-    return ALGOS[name]
+def get_algo(name: str) -> Entry:
+    return ALGOS.get(name)
 
 
 def list_algos() -> list[str]:
-    return sorted(ALGOS)
+    return ALGOS.names()

@@ -1,12 +1,28 @@
-"""What every algorithm provides to the experiment layer.
+"""The algorithm contract: what every algorithm gives the layers above it.
 
-An algorithm module defines a `Config` dataclass, `steps_per_update(config)`
-(environment steps per seed in one update) and `make_trainer(config, env,
-num_updates) -> Trainer`. The trainer's `init(key)` builds one seed's
-`TrainState` (never under `vmap`: see `coplay.nets.init`), and `update(state)`
-is one pure, compiled iteration (collect experience, learn) returning the new
-state and a dict of scalar metrics. The experiment layer `vmap`s `update` over
-seeds and `lax.scan`s it over a chunk of iterations.
+An algorithm is a subclass of `Trainer`, registered by name in
+`coplay.algos.ALGOS` with its config class and its `Capabilities`. The
+experiment layer uses exactly the members below and nothing else:
+
+    trainer = Algo(config, env, num_updates)      # validates; nothing compiles
+    state = trainer.init(key)                     # one seed's TrainState (never under vmap)
+    state, metrics = trainer.update(state)        # one pure, compiled iteration
+    trainer.policy(), trainer.policy_params(state)
+    trainer.evaluator(episodes)                   # evaluate(params, key) -> dict of [episodes']
+    trainer.num_envs, trainer.steps_per_update, trainer.return_convention
+
+`update` collects experience and learns; it returns the new state and a dict
+of scalar metrics. The experiment layer `vmap`s it over seeds and
+`lax.scan`s it over a chunk of iterations, so the TrainState (a flax struct)
+must hold everything a run needs: parameters, optimiser state, environment
+states, RNG keys, replay, counters. Fields that hold one entry per parallel
+environment are declared with `per_env()`, so the scale layer can split them
+over devices without guessing from shapes (`env_axis_mask`).
+
+Configs are frozen dataclasses of `param()` fields; the families share bases
+(`RolloutConfig` here, `PPOConfig` in `algos/common/ppo.py`, `QConfig` in
+`algos/common/q_learning.py`), and `config.steps_per_update` is known before
+any trainer is built.
 
 Policies act through one interface so any trained policy, scripted bot or
 search agent can be dropped into the same evaluation:
@@ -20,16 +36,25 @@ action: [B, N]. Feed-forward policies ignore `carry` and `reset`.
 
 from __future__ import annotations
 
+import abc
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar
 
 import jax
+from flax import struct
 
+from coplay.core.config import check, param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.spaces import Box, Discrete
 from coplay.core.types import EnvSpec
+
+PER_AGENT_RETURN = "episode return averaged over agents (per-agent), undiscounted"
+
+# Evaluation: `evaluate(params, key) -> dict of [episodes'] arrays` ("return" among them).
+Evaluator = Callable[[Any, jax.Array], dict[str, jax.Array]]
 
 
 @dataclass(frozen=True)
@@ -39,29 +64,154 @@ class Policy:
     env: Env  # the (wrapped) environment whose observations the policy expects
 
 
-class Trainer(Protocol):
-    env: Env
-    steps_per_update: int  # environment steps per seed per update
+# ----- TrainState fields with a per-environment axis --------------------------------------------
 
-    def init(self, key: jax.Array) -> Any: ...
-    def update(self, state: Any) -> tuple[Any, dict[str, jax.Array]]: ...
-    def policy(self) -> Policy: ...
-    def policy_params(self, state: Any) -> Any: ...
+_ENV_AXIS = "env_axis"
 
 
-def check_env_support(spec: EnvSpec, algo: str, *, continuous: bool) -> None:
-    """Refuse an environment the algorithm cannot train on, naming the ones that can."""
-    if not isinstance(spec.action_space, (Discrete, Box)):
-        raise ConfigError(f"environment {spec.name!r} has actions {spec.action_space}; {algo!r} trains on "
-                          "Discrete or Box actions only")
-    if not continuous and not spec.discrete_actions:
-        from coplay.algos import ALGOS  # the registry imports the algorithm modules
+def per_env(select: Callable[[Any], Any] | None = None) -> Any:
+    """A TrainState field whose leaves have the parallel environments on their
+    leading axis (`[E, ...]` per seed): environment states, time steps, recurrent
+    carries, per-game bookkeeping. `select(value)`, where given, returns a pytree
+    prefix of bools marking which parts of the field have that axis (a replay
+    buffer's storage does, its write index does not)."""
+    return struct.field(pytree_node=True, metadata={_ENV_AXIS: select or True})
 
-        able = sorted(name for name, entry in ALGOS.items() if entry.continuous_actions)
-        raise ConfigError(
-            f"algorithm {algo!r} needs discrete actions, but environment {spec.name!r} has continuous actions "
-            f"({spec.action_space}); algorithms that support continuous actions: {', '.join(able) or 'none'}")
-    if spec.reward_dim != 1:
-        raise ConfigError(
-            f"environment {spec.name!r} has {spec.reward_dim} objectives; {algo!r} needs a scalar reward: "
-            "scalarise it first (env reward weights) or use a multi-objective algorithm")
+
+def env_axis_mask(state: Any) -> Any:
+    """A pytree prefix of `state` with a bool per part: True where the leaves have a
+    per-environment axis (declared by `per_env`), False elsewhere."""
+    if not dataclasses.is_dataclass(state) or isinstance(state, type):
+        return False
+    marks = {}
+    for f in dataclasses.fields(state):
+        mark = f.metadata.get(_ENV_AXIS, False)
+        marks[f.name] = mark(getattr(state, f.name)) if callable(mark) else bool(mark)
+    return state.replace(**marks)
+
+
+# ----- capabilities ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an algorithm can train on; `problems(spec)` says why an environment is refused."""
+
+    discrete_actions: bool = True
+    continuous_actions: bool = False
+    needs_global_state: bool = False   # its critic or mixer reads `global_state`
+    recurrent: bool = False            # offers recurrent (GRU) agents
+    simultaneous: bool = True          # trains on games where every agent acts at every step
+    turn_based: bool = False           # trains on games where one agent moves at a time
+    rivals: bool = False               # needs rivals: agents on different teams, or a turn-based game
+    min_agents: int = 1
+    vector_reward: bool = False        # learns from K > 1 objectives without scalarising them
+
+    def problems(self, spec: EnvSpec) -> list[str]:
+        out = []
+        space = spec.action_space
+        if not isinstance(space, (Discrete, Box)):
+            out.append(f"actions {space} are neither Discrete nor Box")
+        elif isinstance(space, Discrete) and not self.discrete_actions:
+            out.append(f"actions are discrete ({space}) and it needs continuous ones")
+        elif isinstance(space, Box) and not self.continuous_actions:
+            out.append(f"actions are continuous ({space}) and it needs discrete ones")
+        if spec.num_agents < self.min_agents:
+            out.append(f"it has {spec.num_agents} agent(s) and it needs at least {self.min_agents}")
+        if spec.turn_based and not self.turn_based:
+            out.append("it is turn-based (one agent moves at a time)")
+        if not spec.turn_based and not self.simultaneous:
+            out.append("its agents act simultaneously and it needs a turn-based game")
+        if self.rivals and not spec.turn_based and len(set(spec.teams)) < 2:
+            out.append("all its agents are on one team, and it needs rivals")
+        if spec.reward_dim != 1 and not self.vector_reward:
+            out.append(f"it has {spec.reward_dim} objectives and it needs a scalar reward (scalarise it first)")
+        return out
+
+
+def check_env_support(spec: EnvSpec, algo: str, capabilities: Capabilities) -> None:
+    """Refuse an environment the algorithm cannot train on, naming the registered
+    algorithms that can."""
+    problems = capabilities.problems(spec)
+    if not problems:
+        return
+    from coplay.algos import ALGOS  # the registry imports the algorithm modules
+
+    able = [name for name, entry in ALGOS.items() if not entry.capabilities.problems(spec)]
+    raise ConfigError(
+        f"algorithm {algo!r} cannot train on environment {spec.name!r}: {'; '.join(problems)}. "
+        f"Algorithms that can: {', '.join(able) or 'none registered'}")
+
+
+# ----- configs ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """What every trainer that collects experience from parallel environments has."""
+
+    num_envs: int = param(64, "parallel environments per seed", min=1)
+    rollout_len: int = param(25, "steps per environment between updates", min=1)
+
+    @property
+    def steps_per_update(self) -> int:
+        """Environment steps per seed in one update."""
+        return self.num_envs * self.rollout_len
+
+
+# ----- the trainer -------------------------------------------------------------------------------------
+
+
+class Trainer(abc.ABC):
+    """Base class of every algorithm; one instance trains one seed (the experiment
+    layer `vmap`s `update` over seeds). Subclasses set the class attributes and
+    implement the four abstract methods."""
+
+    name: ClassVar[str]                        # the registry name, used in messages
+    Config: ClassVar[type]                     # its config dataclass (a RolloutConfig)
+    capabilities: ClassVar[Capabilities]
+    return_convention: ClassVar[str] = PER_AGENT_RETURN   # what eval/return means, for summary.json
+
+    env: Env            # the (wrapped) environment that `update` steps and the policy acts on
+
+    def __init__(self, config: Any, env: Env, num_updates: int):
+        if not isinstance(config, self.Config):
+            raise ConfigError(f"{self.name} needs a {self.Config.__module__}.{self.Config.__qualname__}, "
+                              f"got {type(config).__name__}")
+        check(config, "algo.")
+        check_env_support(env.spec, self.name, self.capabilities)
+        self.config = config
+        self.num_updates = num_updates
+
+    @property
+    def num_envs(self) -> int:
+        """Parallel environments per seed (the axis `per_env` fields split over)."""
+        return int(self.config.num_envs)
+
+    @property
+    def steps_per_update(self) -> int:
+        """Environment steps per seed in one update."""
+        return int(self.config.steps_per_update)
+
+    @abc.abstractmethod
+    def init(self, key: jax.Array) -> Any:
+        """One seed's TrainState. Called outside `vmap` (see `coplay.nets.init`)."""
+
+    @abc.abstractmethod
+    def update(self, state: Any) -> tuple[Any, dict[str, jax.Array]]:
+        """One pure iteration: collect experience, learn. Returns (state, scalar metrics)."""
+
+    @abc.abstractmethod
+    def policy(self) -> Policy:
+        """The policy that acts for the trained agents."""
+
+    @abc.abstractmethod
+    def policy_params(self, state: Any) -> Any:
+        """The part of a TrainState that `policy().act` takes as `params`."""
+
+    def evaluator(self, episodes: int) -> Evaluator:
+        """`evaluate(params, key) -> dict of [episodes] arrays`: by default, `episodes`
+        episodes of the policy in every seat (`algos.common.evaluation`)."""
+        from coplay.algos.common.evaluation import make_evaluator
+
+        return make_evaluator(self.policy(), episodes)

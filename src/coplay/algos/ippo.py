@@ -1,26 +1,31 @@
 """IPPO: independent PPO (de Witt et al., 2020).
 
-Each agent learns from its own observation with its own value estimate: MAPPO
-(`coplay.algos.mappo`) with a decentralised critic. The whole PPO machinery is
-shared; only the critic's input differs, and that is the algorithm."""
+Each agent learns from its own observation with its own value estimate: the
+MAPPO trainer (`coplay.algos.mappo`) with a decentralised critic, which reads
+the agent's own observation instead of the global state. Everything else, the
+networks, the objective, the rollout and the epochs, is MAPPO's."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import jax
+
 from coplay.algos import mappo
-from coplay.core.config import param
-from coplay.core.env import Env
+from coplay.algos.base import Capabilities
+from coplay.core.types import TimeStep
 
 
 @dataclass(frozen=True)
 class Config(mappo.Config):
-    critic: str = param("local", "critic input: own observation (IPPO) or global state (MAPPO)",
-                        choices=("local", "global"))
+    pass
 
 
-steps_per_update = mappo.steps_per_update
+class IPPO(mappo.MAPPO):
+    name = "ippo"
+    Config = Config
+    capabilities = Capabilities(continuous_actions=True, recurrent=True)
 
-
-def make_trainer(config: Config, env: Env, num_updates: int) -> mappo.Trainer:
-    return mappo.Trainer(config, env, num_updates, name="ippo")
+    def critic_input(self, ts: TimeStep) -> jax.Array:
+        """[B, N, D]: each agent's own (flattened) observation."""
+        return ts.obs.reshape(*ts.obs.shape[:2], -1)

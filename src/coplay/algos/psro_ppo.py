@@ -110,7 +110,7 @@ def run(env: Env, config: Config = Config(), key: jax.Array | None = None,
     cap = config.iterations + 1
 
     stochastic = dataclasses.replace(config.ppo, greedy_eval=False)
-    probe = selfplay_ppo.Trainer(stochastic, env, 1)
+    probe = selfplay_ppo.SelfPlayPPO(stochastic, env, 1)
     uniform = jax.tree.map(jnp.zeros_like, probe.policy_params(probe.init(k_init)))
     population = jax.tree.map(lambda x: jnp.broadcast_to(x, (cap, *x.shape)), uniform)
     policy = probe.policy()
@@ -169,7 +169,7 @@ def run(env: Env, config: Config = Config(), key: jax.Array | None = None,
     )
 
 
-def _exact_scorer(env: Env, trainer: selfplay_ppo.Trainer):
+def _exact_scorer(env: Env, trainer: selfplay_ppo.SelfPlayPPO):
     """`score(population, weights) -> exploitability` of the mixture, for games with an exact tree."""
     game = bare_env(env)
     if not isinstance(game, TreeGameEnv):

@@ -32,9 +32,15 @@ Evaluation (the run's `eval/...` figures) plays the learner against uniformly
 random legal moves in every seat; `return` is the learner's mean return there
 and `win`, `draw`, `loss` its rates.
 
-`Trainer(..., opponents=pool)` trains a best response to a fixed population
-instead (`opponent_pool.from_population`): no snapshots are added and
-opponents are drawn with the pool's weights. PSRO uses this.
+`SelfPlayPPO(..., opponents=pool)` trains a best response to a fixed
+population instead (`opponent_pool.from_population`): no snapshots are added
+and opponents are drawn with the pool's weights; `init_against(key, pool)`
+starts a learner against another population of the same shapes, so one
+compiled trainer serves every population. PSRO uses this.
+
+The PPO objective and minibatch epochs are MAPPO's (`coplay.algos.common.ppo`),
+weighted by the learner's own moves for the policy and by every step for the
+value.
 """
 
 from __future__ import annotations
@@ -47,41 +53,33 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from coplay.algos.base import Policy, check_env_support
-from coplay.algos.common import opponent_pool
+from coplay.algos.base import Capabilities, Evaluator, Policy, Trainer, per_env
+from coplay.algos.common import opponent_pool, ppo
 from coplay.algos.common.advantages import gae
-from coplay.algos.common.minibatch import shuffle_split
+from coplay.algos.common.matches import make_match, outcomes, random_policy, sample_from_mask
 from coplay.algos.common.opponent_pool import Pool
-from coplay.algos.common.ppo_loss import clipped_surrogate, clipped_value_loss, masked_mean, normalize
 from coplay.algos.common.rollout import reset_envs, rollout
-from coplay.core.config import check, param
+from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.types import TimeStep
-from coplay.algos.common.matches import make_match, outcomes, random_policy, sample_from_mask
 from coplay.nets import ACTIVATIONS, distributions
 from coplay.nets.agent import AgentNet, apply_agents
 from coplay.wrappers import AutoReset, EpisodeStats
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ppo.PPOConfig):
     lr: float = param(1e-3, "Adam learning rate", min=0.0, min_exclusive=True)
-    anneal_lr: bool = param(True, "decay the learning rate linearly to 0 over the run")
     num_envs: int = param(64, "parallel games per seed", min=1)
     rollout_len: int = param(16, "steps per game between updates", min=1)
-    epochs: int = param(4, "passes over each batch", min=1)
     minibatches: int = param(4, "minibatches per epoch", min=1)
     gamma: float = param(0.99, "discount", min=0.0, max=1.0)
-    gae_lambda: float = param(0.95, "GAE lambda", min=0.0, max=1.0)
-    clip_eps: float = param(0.2, "PPO ratio clip", min=0.0, min_exclusive=True)
-    vf_coef: float = param(0.5, "value loss weight", min=0.0)
     ent_coef: float = param(0.1, "entropy bonus weight", min=0.0)
-    max_grad_norm: float = param(0.5, "global gradient-norm clip", min=0.0, min_exclusive=True)
-    normalize_advantages: bool = param(True, "normalise advantages per minibatch")
     hidden_size: int = param(128, "units per hidden layer", min=1)
     num_layers: int = param(2, "hidden layers", min=1)
     activation: str = param("relu", "hidden activation", choices=tuple(ACTIVATIONS))
+    greedy_eval: bool = param(True, "evaluate with the most likely action (else sample the policy)")
     opponent: str = param("pfsp", "how each game's opponent is drawn from the pool",
                           choices=("latest", "uniform", "pfsp"))
     pool_size: int = param(16, "snapshots kept in the opponent pool (the oldest leaves first)", min=1)
@@ -91,19 +89,18 @@ class Config:
     pfsp_decay: float = param(0.99, "per-update decay of the results PFSP weighs by", min=0.0, max=1.0)
     random_opening: int = param(3, "each training game opens with k uniformly random moves, k drawn from "
                                    "0..random_opening per game (wider coverage of positions)", min=0)
-    greedy_eval: bool = param(True, "evaluate with the most likely action (else sample the policy)")
 
 
 @struct.dataclass
 class TrainState:
     params: dict
     opt_state: Any
-    env_state: Any
-    ts: TimeStep           # batched [E, ...]
+    env_state: Any = per_env()
+    ts: TimeStep = per_env()           # batched [E, ...]
     pool: Pool
-    seat: jax.Array        # [E] int32 the learner's seat in each game
-    opponent: jax.Array    # [E] int32 the pool slot playing the other seats
-    opening: jax.Array     # [E] int32 random moves still to play at the start of each game
+    seat: jax.Array = per_env()        # [E] int32 the learner's seat in each game
+    opponent: jax.Array = per_env()    # [E] int32 the pool slot playing the other seats
+    opening: jax.Array = per_env()     # [E] int32 random moves still to play at the start of each game
     key: jax.Array
     updates: jax.Array
 
@@ -121,35 +118,29 @@ def _row(x: jax.Array, seat: jax.Array) -> jax.Array:
     return jnp.take_along_axis(x, idx, axis=seat.ndim).squeeze(seat.ndim)
 
 
-class Trainer:
+class SelfPlayPPO(Trainer):
     """Self-play PPO for one seed; `update` is pure and the experiment layer vmaps it over seeds."""
 
+    name = "selfplay_ppo"
+    Config = Config
+    capabilities = Capabilities(turn_based=True, rivals=True, min_agents=2)
     return_convention = "the learner's mean episode return against uniformly random legal moves, every seat"
 
     def __init__(self, config: Config, env: Env, num_updates: int, opponents: Pool | None = None):
-        check(config, "algo.")
+        super().__init__(config, env, num_updates)
         spec = env.spec
-        check_env_support(spec, "selfplay_ppo", continuous=False)
-        if spec.num_agents < 2:
-            raise ConfigError(f"selfplay_ppo needs a game of two or more players; {spec.name!r} has "
-                              f"{spec.num_agents} agent")
         batch = config.num_envs * config.rollout_len
         if batch % config.minibatches:
             raise ConfigError(f"algo.minibatches={config.minibatches} must divide num_envs * rollout_len = {batch}")
-        self.config = config
         self.fixed_pool = opponents
         self.sampling = "fixed" if opponents is not None else config.opponent
         self.env = AutoReset(EpisodeStats(env))
         self.num_agents = spec.num_agents
-        self.steps_per_update = batch
-        self.num_updates = num_updates
         c = config
         self.dist = distributions.Categorical()
         self.actor = AgentNet(spec.num_actions, c.hidden_size, c.num_layers, c.activation, False)
         self.critic = AgentNet(0, c.hidden_size, c.num_layers, c.activation, False)
-        steps = num_updates * c.epochs * c.minibatches
-        lr = optax.linear_schedule(c.lr, 0.0, max(steps, 1)) if c.anneal_lr else c.lr
-        self.optimizer = optax.chain(optax.clip_by_global_norm(c.max_grad_norm), optax.adam(lr, eps=1e-5))
+        self.optimizer = ppo.adam(c, num_updates)
 
     # ----- networks ---------------------------------------------------------------------------
     def _apply(self, net, params, x: jax.Array) -> jax.Array:
@@ -167,20 +158,24 @@ class Trainer:
         return jax.vmap(lambda p, xe: self._apply(self.actor, p, xe[None])[0])(per_game, x)
 
     # ----- initialisation (one seed, outside vmap) --------------------------------------------
-    def init(self, key: jax.Array, pool: Pool | None = None) -> TrainState:
-        """A fresh learner. `pool` replaces the fixed population given to the constructor
-        (same shapes), so one compiled best-response trainer serves every population."""
+    def init(self, key: jax.Array) -> TrainState:
+        """A fresh learner against the constructor's population, or else its own snapshots."""
+        return self.init_against(key, self.fixed_pool)
+
+    def init_against(self, key: jax.Array, pool: Pool | None) -> TrainState:
+        """A fresh learner against `pool` (shaped like the constructor's population),
+        or, with None and no population, against a pool of its own snapshots."""
         k_actor, k_critic, k_env, k_seat, k_opp, k_open, k_state = jax.random.split(key, 7)
         env_state, ts = reset_envs(self.env, k_env, self.config.num_envs)
         x = features(ts.obs[:1])[0]
         none, no = jnp.zeros((1, 0)), jnp.zeros((1,), bool)
         params = {"actor": self.actor.init(k_actor, none, x[:1], no),
                   "critic": self.critic.init(k_critic, none, self._critic_in(x, ts.active[0])[:1], no)}
-        if pool is None:
-            pool = self.fixed_pool if self.fixed_pool is not None else \
-                opponent_pool.create(params["actor"], self.config.pool_size)
-        elif self.fixed_pool is None:
-            raise ConfigError("selfplay_ppo: a pool given to init needs a Trainer built with opponents=")
+        if pool is None and self.fixed_pool is None:
+            pool = opponent_pool.create(params["actor"], self.config.pool_size)
+        elif pool is None or self.fixed_pool is None:
+            raise ConfigError("selfplay_ppo: a learner against a fixed population needs the population both "
+                              "when the trainer is built (opponents=) and when it starts (init_against)")
         e = self.config.num_envs
         return TrainState(
             params=params, opt_state=self.optimizer.init(params), env_state=env_state, ts=ts, pool=pool,
@@ -231,7 +226,7 @@ class Trainer:
     def policy_params(self, state: TrainState) -> Any:
         return state.params["actor"]
 
-    def evaluator(self, episodes: int):
+    def evaluator(self, episodes: int) -> Evaluator:
         """`evaluate(params, key) -> dict of [episodes']` against random legal moves, the
         learner in each seat for an equal share of the games (episodes' >= episodes)."""
         n = self.num_agents
@@ -254,19 +249,10 @@ class Trainer:
 
     # ----- learning -----------------------------------------------------------------------------
     def _loss(self, params, mb: dict):
-        c = self.config
         logits = self.dist.prepare(self._apply(self.actor, params["actor"], mb["x"][:, None])[:, 0],
                                    mb["action_mask"])
         value = self._apply(self.critic, params["critic"], mb["critic_in"][:, None])[:, 0]
-        logp = self.dist.log_prob(logits, mb["action"])
-        turn = mb["moved"]
-        adv = normalize(mb["adv"], turn) if c.normalize_advantages else mb["adv"]
-        pg_loss, stats = clipped_surrogate(logp, mb["logp"], adv, c.clip_eps, turn)
-        v_loss = clipped_value_loss(value, mb["value"], mb["target"], None, jnp.ones_like(turn))
-        ent = masked_mean(self.dist.entropy(logits), turn)
-        total = pg_loss + c.vf_coef * v_loss - c.ent_coef * ent
-        return total, {"loss/policy": pg_loss, "loss/value": v_loss, "loss/entropy": ent,
-                       "loss/approx_kl": stats["approx_kl"], "loss/clip_frac": stats["clip_frac"]}
+        return ppo.objective(self.dist, logits, value, mb, self.config, mb["moved"], jnp.ones_like(mb["moved"]))
 
     def update(self, state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
         c = self.config
@@ -291,18 +277,8 @@ class Trainer:
                  "logp": traj.extras["logp"], "value": traj.extras["value"], "adv": adv, "target": target}
         batch = jax.tree.map(lambda v: v.reshape(-1, *v.shape[2:]), batch)
 
-        def epoch(carry, k):
-            def minibatch(carry, mb):
-                params, opt_state = carry
-                grads, stats = jax.grad(self._loss, has_aux=True)(params, mb)
-                updates, opt_state = self.optimizer.update(grads, opt_state, params)
-                stats["grad_norm"] = optax.tree.norm(grads)
-                return (optax.apply_updates(params, updates), opt_state), stats
-
-            return jax.lax.scan(minibatch, carry, shuffle_split(k, batch, c.minibatches))
-
-        (params, opt_state), stats = jax.lax.scan(epoch, (state.params, state.opt_state),
-                                                  jax.random.split(k_epochs, c.epochs))
+        params, opt_state, metrics = ppo.train_epochs(k_epochs, self._loss, self.optimizer, state.params,
+                                                      state.opt_state, batch, c.epochs, ppo.shuffled(c.minibatches))
 
         # Results against each opponent feed PFSP; then, on schedule, the learner joins the pool.
         ended = traj.info["episode/done"]
@@ -312,7 +288,6 @@ class Trainer:
         if self.fixed_pool is None:
             pool = opponent_pool.add(pool, params["actor"], updates, updates % c.snapshot_every == 0)
 
-        metrics = {k: v.mean() for k, v in stats.items()}
         metrics.update(self._metrics(traj, result, ended, state.pool))
         new_state = TrainState(params=params, opt_state=opt_state, env_state=env_state, ts=ts, pool=pool,
                                seat=seat, opponent=opponent, opening=opening, key=key, updates=updates)
@@ -336,18 +311,12 @@ def response_trainer(config: Config, env: Env, updates: int, population: Pool):
     once for every pool shaped like `population` (`opponent_pool.from_population`)."""
     if isinstance(updates, bool) or not isinstance(updates, int) or updates < 1:
         raise ConfigError(f"updates={updates!r} must be an integer >= 1")
-    trainer = Trainer(config, env, updates, opponents=population)
+    trainer = SelfPlayPPO(config, env, updates, opponents=population)
 
     def train(pool: Pool, key: jax.Array):
-        state, metrics = jax.lax.scan(lambda s, _: trainer.update(s), trainer.init(key, pool), None, length=updates)
+        state, metrics = jax.lax.scan(lambda s, _: trainer.update(s), trainer.init_against(key, pool), None,
+                                      length=updates)
         return trainer.policy_params(state), metrics
 
     return jax.jit(train)
 
-
-def steps_per_update(config: Config) -> int:
-    return config.num_envs * config.rollout_len
-
-
-def make_trainer(config: Config, env: Env, num_updates: int) -> Trainer:
-    return Trainer(config, env, num_updates)

@@ -1,10 +1,16 @@
 """VDN: value-decomposition networks (Sunehag et al., 2018).
 
 The team's value is the sum of the agents' values, Q_tot = sum_i Q_i(o_i, a_i),
-learned end to end from the team reward. Each agent still acts greedily on its
-own Q_i, and because the sum is monotonic in every Q_i, those greedy choices
-together maximise Q_tot. Inactive agents (the `active` mask) add nothing.
-Everything else is the Q family's trainer (`coplay.algos.iql`)."""
+learned end to end from the team reward r (the mean of the agents' rewards):
+
+    L = mean_t (Q_tot(o_t, a_t) - y_t)^2,
+    y_t = sum_{k<n} gamma^k r_{t+k} + gamma^n sum_i Q_i^target(o_{t+n}^i, a'_i)
+
+Each agent still acts greedily on its own Q_i, and because the sum is
+monotonic in every Q_i, those greedy choices together maximise Q_tot.
+Inactive agents add nothing. Acting, replay, target networks and n-step
+windows are the Q family's (`coplay.algos.common.q_trainer`).
+"""
 
 from __future__ import annotations
 
@@ -13,25 +19,25 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from coplay.algos import iql
-from coplay.core.env import Env
+from coplay.algos.common import q_learning as ql
+from coplay.algos.common.q_trainer import QLearner
 
 
 @dataclass(frozen=True)
-class Config(iql.MixingConfig):
+class Config(ql.QConfig):
     pass
 
 
-class Trainer(iql.Trainer):
+def _sum(q: jax.Array, state: jax.Array | None) -> jax.Array:
+    return jnp.sum(q, axis=-1)
+
+
+class VDN(QLearner):
     name = "vdn"
-    mixes = True
+    Config = Config
 
-    def mix(self, mixer_params, q: jax.Array, state: jax.Array | None) -> jax.Array:
-        return jnp.sum(q, axis=-1)
-
-
-steps_per_update = iql.steps_per_update
-
-
-def make_trainer(config: Config, env: Env, num_updates: int) -> Trainer:
-    return Trainer(config, env, num_updates)
+    def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
+        c = self.config
+        q_taken, next_value, w = self.td_inputs(params, target_params, w)          # [T, B, N]
+        loss, target = ql.team_td_loss(q_taken, next_value, w, _sum, _sum, c.gamma, c.n_step, c.loss)
+        return loss, {"q_taken": jnp.mean(q_taken), "q_target": jnp.mean(target)}

@@ -15,12 +15,21 @@ from coplay.core.errors import ConfigError, unknown_name
 
 
 def param(default: Any, help: str, *, min: float | None = None, max: float | None = None,
-          choices: tuple | None = None, min_exclusive: bool = False) -> Any:
-    """A dataclass field with help text and an allowed range or set of choices."""
+          choices: tuple | None = None, min_exclusive: bool = False, affects_results: bool = True) -> Any:
+    """A dataclass field with help text and an allowed range or set of choices.
+    `affects_results=False` marks a field that changes how a run is shown or
+    stored but not what it computes (a progress bar, where files go), so a run
+    may be resumed, and a sweep trial recognised, with another value."""
     return dataclasses.field(
         default=default,
-        metadata={"help": help, "min": min, "max": max, "choices": choices, "min_exclusive": min_exclusive},
+        metadata={"help": help, "min": min, "max": max, "choices": choices, "min_exclusive": min_exclusive,
+                  "affects_results": affects_results},
     )
+
+
+def result_fields(cls_or_cfg: Any) -> list[str]:
+    """The names of the fields that change what a run computes (see `param`)."""
+    return [f.name for f in dataclasses.fields(cls_or_cfg) if f.metadata.get("affects_results", True)]
 
 
 def fields(cls_or_cfg: Any) -> dict[str, dataclasses.Field]:

@@ -35,6 +35,26 @@ class TrainingError(CoplayError, RuntimeError):
     """Training produced a non-finite value or otherwise cannot continue."""
 
 
+class SolverError(CoplayError, RuntimeError):
+    """A game solver could not finish (e.g. its linear program failed)."""
+
+
+class MissingExtraError(CoplayError, ImportError):
+    """An optional library that a coplay feature needs is not installed."""
+
+
+class HostEnvError(CoplayError, RuntimeError):
+    """A host-stepped environment broke its API, or a handle was misused."""
+
+
+class SweepError(CoplayError):
+    """Ray cannot be reached or started, or Tune itself failed."""
+
+
+class RegistryError(CoplayError, ValueError):
+    """A name is registered twice, or a registration is malformed (a programming error)."""
+
+
 def unknown_name(kind: str, value: object, choices: Iterable[str]) -> UnknownNameError:
     """Build the standard 'unknown X' error with a close-match hint."""
     choices = sorted(choices)

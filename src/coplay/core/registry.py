@@ -1,8 +1,10 @@
-"""Name -> constructor registries for environments and algorithms.
+"""Name -> constructor registries for environments, algorithms and solvers.
 
 Keyword arguments are checked against the constructor's signature before it is
 called, so `make("spread", n_agent=4)` fails with the list of valid names
-rather than a bare TypeError deep inside.
+rather than a bare TypeError deep inside. An entry registered with a `config`
+class (algorithms, solvers) takes its parameters from that dataclass's fields
+instead, and may carry `capabilities`: what it can be used on.
 
 Besides single names, a registry can hold prefixes that open a whole catalogue
 from another library: with `register_prefix("pgx", factory)`, the name
@@ -11,13 +13,14 @@ from another library: with `register_prefix("pgx", factory)`, the name
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from coplay.core.errors import ConfigError, CoplayError, UnknownNameError, unknown_name
+from coplay.core.errors import ConfigError, CoplayError, RegistryError, UnknownNameError, unknown_name
 
 SEPARATOR = ":"
 
@@ -28,6 +31,8 @@ class Entry:
     factory: Callable[..., Any]
     kind: str
     description: str
+    config: type | None = None      # the entry's config dataclass, where it has one
+    capabilities: Any = None        # what the entry can be used on (algorithms: algos.base.Capabilities)
 
 
 @dataclass(frozen=True)
@@ -51,10 +56,11 @@ class Registry:
         self._entries: dict[str, Entry] = {}
         self._prefixes: dict[str, Prefix] = {}
 
-    def register(self, name: str, factory: Callable[..., Any], *, kind: str, description: str) -> None:
+    def register(self, name: str, factory: Callable[..., Any], *, kind: str, description: str,
+                 config: type | None = None, capabilities: Any = None) -> None:
         if name in self._entries:
-            raise ValueError(f"{self.what} {name!r} is already registered")
-        self._entries[name] = Entry(name, factory, kind, description)
+            raise RegistryError(f"{self.what} {name!r} is already registered")
+        self._entries[name] = Entry(name, factory, kind, description, config, capabilities)
 
     def register_prefix(self, prefix: str, factory: Callable[..., Any], *, kind: str, description: str,
                         choices: Callable[[], Iterable[str]] | None = None,
@@ -63,9 +69,9 @@ class Registry:
         The factory's first parameter takes `rest`; its keyword parameters are
         the name's parameters."""
         if not prefix or SEPARATOR in prefix:
-            raise ValueError(f"prefix {prefix!r} must be non-empty and contain no {SEPARATOR!r}")
+            raise RegistryError(f"prefix {prefix!r} must be non-empty and contain no {SEPARATOR!r}")
         if prefix in self._prefixes:
-            raise ValueError(f"{self.what} prefix {prefix!r} is already registered")
+            raise RegistryError(f"{self.what} prefix {prefix!r} is already registered")
         self._prefixes[prefix] = Prefix(prefix, factory, kind, description, choices, parameters)
 
     def get(self, name: str) -> Entry:
@@ -96,6 +102,9 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self._entries)
 
+    def items(self) -> list[tuple[str, Entry]]:
+        return [(n, self._entries[n]) for n in self.names()]
+
     def entries(self) -> list[Entry]:
         return [self._entries[n] for n in self.names()]
 
@@ -103,7 +112,10 @@ class Registry:
         return [self._prefixes[p] for p in sorted(self._prefixes)]
 
     def parameters(self, name: str) -> dict[str, Any]:
-        """The constructor's keyword parameters and their defaults."""
+        """The entry's parameters and their defaults: its config's fields where it has
+        a config class, else the constructor's keyword parameters."""
+        if name in self._entries and self._entries[name].config is not None:
+            return {f.name: f.default for f in dataclasses.fields(self._entries[name].config)}
         if SEPARATOR in name and name not in self._entries:
             prefix, rest = name.split(SEPARATOR, 1)
             p = self._prefixes.get(prefix)

@@ -10,7 +10,7 @@ exploitability: the trained response is at best a best response.
     value = best_response_value(env, target_params, selfplay_ppo.Config(), updates=300,
                                 key=jax.random.PRNGKey(0))
 
-The target is a self-play PPO actor (`selfplay_ppo.Trainer.policy_params`), or
+The target is a self-play PPO actor (`selfplay_ppo.SelfPlayPPO.policy_params`), or
 several with weights (a population's mixture, as PSRO reports). It plays its
 stochastic policy; the response is trained by self-play PPO against the fixed
 population and evaluated greedily.
@@ -53,8 +53,8 @@ def best_response_value(env: Env, target: Any, config: selfplay_ppo.Config, upda
     response, metrics = selfplay_ppo.response_trainer(config, env, updates, pool)(pool, k_init)
 
     n = env.spec.num_agents
-    greedy = selfplay_ppo.Trainer(dataclasses.replace(config, greedy_eval=True), env, 1).policy()
-    mixed = selfplay_ppo.Trainer(dataclasses.replace(config, greedy_eval=False), env, 1).policy()
+    greedy = selfplay_ppo.SelfPlayPPO(dataclasses.replace(config, greedy_eval=True), env, 1).policy()
+    mixed = selfplay_ppo.SelfPlayPPO(dataclasses.replace(config, greedy_eval=False), env, 1).policy()
     returns, per_seat = [], []
     probs = np.asarray(weights, np.float64) / float(np.sum(weights))
     for seat, k in enumerate(jax.random.split(k_eval, n)):

@@ -17,8 +17,17 @@ from typing import Any
 
 import yaml
 
-from coplay.algos import get_algo
-from coplay.core.config import check, coerce_value, describe, fields, param, parse_scalar, set_field
+from coplay.algos import ALGOS, get_algo
+from coplay.core.config import (
+    check,
+    coerce_value,
+    describe,
+    fields,
+    param,
+    parse_scalar,
+    result_fields,
+    set_field,
+)
 from coplay.core.errors import ConfigError, unknown_name
 from coplay.core.registry import ENVS
 
@@ -34,17 +43,51 @@ class RunConfig:
     chunk_steps: int = param(50_000, "environment steps per seed between logging, evaluation and checkpoints", min=1)
     eval_episodes: int = param(32, "evaluation episodes per seed", min=1)
     eval_every: int = param(1, "evaluate every this many chunks (0: only at the end)", min=0)
-    checkpoint_every: int = param(1, "checkpoint every this many chunks", min=1)
-    keep_checkpoints: int = param(2, "how many recent checkpoints to keep", min=1)
-    out_dir: str = param("runs", "directory in which run directories are created")
-    name: str | None = param(None, "run directory name (default: <time>-<algo>-<env>)")
-    resume: str | None = param(None, "run directory to continue from its last checkpoint")
-    progress: bool = param(True, "show a progress bar")
-    tensorboard: bool = param(True, "write TensorBoard event files")
+    checkpoint_every: int = param(1, "checkpoint every this many chunks", min=1, affects_results=False)
+    keep_checkpoints: int = param(2, "how many recent checkpoints to keep", min=1, affects_results=False)
+    out_dir: str = param("runs", "directory in which run directories are created", affects_results=False)
+    name: str | None = param(None, "run directory name (default: <time>-<algo>-<env>)", affects_results=False)
+    resume: str | None = param(None, "run directory to continue from its last checkpoint", affects_results=False)
+    progress: bool = param(True, "show a progress bar", affects_results=False)
+    tensorboard: bool = param(True, "write TensorBoard event files", affects_results=False)
 
 
 # Run fields that may differ between a run and its resumption without changing its results.
-RESUMABLE = ("resume", "progress", "name", "out_dir")
+RESUMABLE = tuple(sorted(set(fields(RunConfig)) - set(result_fields(RunConfig))))
+
+# Algorithm fields that older coplay versions wrote to config.yaml and that no longer
+# exist: (algo, field) -> {old value: None to drop it, or the error to raise}.
+LEGACY_ALGO_FIELDS: dict[tuple[str, str], dict[Any, str | None]] = {
+    ("mappo", "critic"): {"global": None, "local": "a run of MAPPO with a local critic is IPPO: use algo=ippo"},
+    ("ippo", "critic"): {"local": None, "global": "a run of IPPO with a global critic is MAPPO: use algo=mappo"},
+    ("vdn", "reward"): {"team": None},
+    ("qmix", "reward"): {"team": None},
+}
+
+
+def _drop_legacy_fields(algo: str, values: dict) -> dict:
+    """`values` without the fields an older coplay wrote that mean nothing now
+    (their only value is today's behaviour); a value that meant something else
+    is refused, saying what to use."""
+    out = dict(values)
+    for (name, key), known in LEGACY_ALGO_FIELDS.items():
+        if name != algo or key not in out:
+            continue
+        value = out.pop(key)
+        if value not in known:
+            raise ConfigError(f"algo.{key}={value!r} is not a field of {algo} (written by an older coplay)")
+        if known[value] is not None:
+            raise ConfigError(f"algo.{key}={value!r} (written by an older coplay): {known[value]}")
+    return out
+
+
+def result_dict(exp: Experiment) -> dict:
+    """The config as a dict without the run fields that do not change results:
+    two runs with equal result dicts compute the same thing."""
+    d = exp.to_dict()
+    for k in RESUMABLE:
+        d.pop(k, None)
+    return d
 
 
 @dataclass
@@ -58,10 +101,10 @@ class Experiment:
     def __post_init__(self) -> None:
         entry = get_algo(self.algo)
         if self.algo_config is None:
-            self.algo_config = entry.Config()
+            self.algo_config = entry.config()
         elif isinstance(self.algo_config, dict):
-            cfg = entry.Config()
-            for k, v in self.algo_config.items():
+            cfg = entry.config()
+            for k, v in _drop_legacy_fields(self.algo, self.algo_config).items():
                 cfg = set_field(cfg, k, v, "algo.")
             self.algo_config = cfg
         params = ENVS.parameters(self.env)
@@ -171,16 +214,14 @@ def _flatten(d: dict, prefix: str = "") -> dict:
 
 def help_text() -> str:
     """Every config field with its default, for `coplay train --help`."""
-    from coplay.algos import ALGOS
-
     lines = ["Run fields:"]
     lines += [f"  {n:<22} {d!s:<12} {h}" for n, d, h in describe(RunConfig)]
     lines.append("\nAlgorithms (algo=NAME):")
-    for name, entry in sorted(ALGOS.items()):
-        lines.append(f"  {name:<10} {entry.description}")
-    for name, entry in sorted(ALGOS.items()):
+    for name, entry in ALGOS.items():
+        lines.append(f"  {name:<12} [{entry.kind}] {entry.description}")
+    for name, entry in ALGOS.items():
         lines.append(f"\n  algo={name} fields:")
-        lines += [f"    {n:<24} {d!s:<12} {h}" for n, d, h in describe(entry.Config, "algo.")]
+        lines += [f"    {n:<24} {d!s:<12} {h}" for n, d, h in describe(entry.config, "algo.")]
     lines.append("\nEnvironments (env=NAME):")
     for e in ENVS.entries():
         lines.append(f"  {e.name:<12} [{e.kind}] {e.description}")

@@ -1,4 +1,4 @@
-"""Evaluation episodes and episode recording for trained policies."""
+"""Recording episodes of trained policies (frames, GIFs)."""
 
 from __future__ import annotations
 
@@ -9,54 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.algos.base import Policy
-from coplay.algos.common.rollout import reset_envs
 from coplay.core.env import Wrapper
 from coplay.wrappers import AutoReset
-
-
-def evaluator_for(trainer: Any, episodes: int):
-    """The trainer's own evaluation where it defines one (e.g. self-play: against
-    random play), else `make_evaluator(trainer.policy(), episodes)`."""
-    own = getattr(trainer, "evaluator", None)
-    return own(episodes) if own is not None else make_evaluator(trainer.policy(), episodes)
-
-
-def make_evaluator(policy: Policy, episodes: int):
-    """Returns `evaluate(params, key) -> dict of [episodes]` arrays: each
-    environment's first complete episode's statistics (`return` is the episode
-    return averaged over agents; other keys are the summed `info` entries).
-    Pure and jit-able; `vmap` it over seeds."""
-    env = policy.env
-    horizon = env.spec.max_steps
-
-    def evaluate(params: Any, key: jax.Array) -> dict[str, jax.Array]:
-        k_reset, k_run = jax.random.split(key)
-        state, ts = reset_envs(env, k_reset, episodes)
-        carry = policy.initial_carry((episodes,))
-        stats = {k[len("episode/"):]: jnp.zeros(v.shape[:1] + v.shape[1:], jnp.float32)
-                 for k, v in ts.info.items() if k.startswith("episode/") and k != "episode/done"}
-        finished = jnp.zeros((episodes,), bool)
-
-        def body(c, k):
-            state, ts, carry, stats, finished = c
-            k_act, k_env = jax.random.split(k)
-            action, carry = policy.act(params, ts.obs, ts.action_mask, k_act, carry, ts.done)
-            state, ts = jax.vmap(env.step)(state, action, jax.random.split(k_env, episodes))
-            first = ts.info["episode/done"] & ~finished
-            stats = {name: jnp.where(first.reshape(-1, *([1] * (v.ndim - 1))),
-                                     ts.info[f"episode/{name}"].astype(jnp.float32), v)
-                     for name, v in stats.items()}
-            return (state, ts, carry, stats, finished | ts.info["episode/done"]), None
-
-        (_, _, _, stats, finished), _ = jax.lax.scan(
-            body, (state, ts, carry, stats, finished), jax.random.split(k_run, horizon))
-        ret = stats.pop("return")
-        out = {"return": ret.reshape(episodes, -1).mean(-1) if ret.ndim > 1 else ret}
-        out.update({k: v.reshape(episodes, -1).mean(-1) for k, v in stats.items()})
-        out["finished"] = finished.astype(jnp.float32)
-        return out
-
-    return evaluate
 
 
 def _inner_state(state: Any) -> Any:

@@ -14,8 +14,8 @@ from coplay.core.errors import ConfigError
 from coplay.eval.stats import summarize
 from coplay.experiment import checkpoint
 from coplay.experiment.config import Experiment
-from coplay.experiment.evaluate import evaluator_for, record_episode, save_gif
-from coplay.experiment.runner import Plan, _config_key, init_state, plan
+from coplay.experiment.evaluate import record_episode, save_gif
+from coplay.experiment.runner import Plan, check_checkpoint_config, init_state, plan
 
 
 @dataclass
@@ -45,8 +45,7 @@ def load_run(run_dir: Path | str) -> LoadedRun:
     exp = Experiment.load(run_dir / "config.yaml")
     p = plan(exp)
     state, meta, path = checkpoint.latest(run_dir / "checkpoints", init_state(p))
-    if meta.get("config") != _config_key(exp):
-        raise ConfigError(f"checkpoint {path} does not belong to {run_dir}/config.yaml")
+    check_checkpoint_config(meta, exp, path)
     return LoadedRun(exp, p, state, meta, path)
 
 
@@ -58,7 +57,7 @@ def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int 
     run_dir = Path(run_dir)
     policy = run.policy
     params = run.params
-    evaluate = jax.jit(jax.vmap(evaluator_for(p.trainer, episodes)))
+    evaluate = jax.jit(jax.vmap(p.trainer.evaluator(episodes)))
     keys = jax.random.split(jax.random.PRNGKey(seed), exp.run.seeds)
     results = jax.device_get(evaluate(params, keys))
     per_seed = np.asarray(results["return"]).mean(-1)

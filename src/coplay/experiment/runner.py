@@ -25,11 +25,13 @@ import jax
 import numpy as np
 
 from coplay.algos import get_algo
+from coplay.algos.base import Trainer
+from coplay.algos.common.evaluation import make_evaluator
+from coplay.core.env import Env
 from coplay.core.errors import CheckpointError, ConfigError, TrainingError
 from coplay.core.registry import ENVS
 from coplay.experiment import checkpoint
-from coplay.experiment.config import Experiment, parse_overrides, resume_differences
-from coplay.experiment.evaluate import evaluator_for, make_evaluator
+from coplay.experiment.config import Experiment, parse_overrides, result_dict, resume_differences
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
 from coplay.nets.init import init_stacked
 from coplay.scale.devices import describe, run_mesh, shard_state
@@ -52,8 +54,8 @@ class Plan:
     """Everything derived from an Experiment before any compilation."""
 
     exp: Experiment
-    env: Any
-    trainer: Any
+    env: Env
+    trainer: Trainer
     updates_per_chunk: int
     num_chunks: int
 
@@ -68,13 +70,17 @@ def plan(exp: Experiment) -> Plan:
     env = ENVS.make(exp.env, **exp.env_config)
     run = exp.run
     entry = get_algo(exp.algo)
-    per_update = entry.module.steps_per_update(exp.algo_config)
+    per_update = exp.algo_config.steps_per_update
     if run.total_steps < per_update:
         raise ConfigError(f"total_steps={run.total_steps} is smaller than one update "
                           f"({per_update} environment steps per seed); raise total_steps")
     updates_per_chunk = max(1, run.chunk_steps // per_update)
     num_chunks = max(1, math.ceil(run.total_steps / (updates_per_chunk * per_update)))
-    trainer = entry.module.make_trainer(exp.algo_config, env, num_updates=updates_per_chunk * num_chunks)
+    try:
+        trainer = entry.factory(exp.algo_config, env, num_updates=updates_per_chunk * num_chunks)
+    except BaseException:
+        env.close()
+        raise
     return Plan(exp, env, trainer, updates_per_chunk, num_chunks)
 
 
@@ -89,12 +95,7 @@ def init_state(p: Plan) -> Any:
 
 def place(p: Plan, state: Any) -> Any:
     """The stacked state spread over the visible devices: seeds, then each seed's environments."""
-    num_envs = _num_envs(p)
-    return shard_state(state, run_mesh(p.exp.run.seeds, num_envs), num_envs)
-
-
-def _num_envs(p: Plan) -> int | None:
-    return getattr(p.exp.algo_config, "num_envs", None)
+    return shard_state(state, run_mesh(p.exp.run.seeds, p.trainer.num_envs))
 
 
 def chunk_function(p: Plan):
@@ -107,8 +108,7 @@ def chunk_function(p: Plan):
 
 
 def evaluation_function(p: Plan):
-    evaluate = evaluator_for(p.trainer, p.exp.run.eval_episodes)
-    return jax.jit(jax.vmap(evaluate))
+    return jax.jit(jax.vmap(p.trainer.evaluator(p.exp.run.eval_episodes)))
 
 
 def uniform_policy_return(config: Experiment | dict | list[str], episodes: int = 512, seed: int = 7) -> float:
@@ -226,8 +226,7 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
     start_chunk = 0
     if resume_dir is not None:
         state, meta, path = checkpoint.latest(ckpt_dir, state)
-        if meta.get("config") != _config_key(exp):
-            raise CheckpointError(f"checkpoint {path} was written by a different config")
+        check_checkpoint_config(meta, exp, path)
         start_chunk = int(meta["chunk"]) + 1
         print(f"resuming {run_dir} from {path.name} (chunk {start_chunk}/{p.num_chunks})", flush=True)
     state = place(p, state)
@@ -261,7 +260,7 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
                     stop_after_chunks is not None and chunk + 1 - start_chunk >= stop_after_chunks))
                 if last or stopping or (chunk + 1) % exp.run.checkpoint_every == 0:
                     checkpoint.save(ckpt_dir, chunk, state, {"chunk": chunk, "env_steps": env_steps,
-                                                             "config": _config_key(exp)},
+                                                             "config": config_key(exp)},
                                     keep=exp.run.keep_checkpoints)
                 _advance(bar, p, per_seed, time.time() - t0)
                 if stopping:
@@ -282,10 +281,9 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
     summary = write_summary(run_dir, final, {
         "algo": exp.algo, "env": exp.env, "seeds": exp.run.seeds, "env_steps_per_seed": p.num_chunks * p.steps_per_chunk,
         "eval_episodes_per_seed": exp.run.eval_episodes,
-        "return_convention": getattr(p.trainer, "return_convention",
-                                     "episode return averaged over agents (per-agent), undiscounted"),
+        "return_convention": p.trainer.return_convention,
         "wall_time_s": round(time.time() - t_start, 2),
-        "devices": describe(exp.run.seeds, _num_envs(p)),
+        "devices": describe(exp.run.seeds, p.trainer.num_envs),
     })
     return RunResult(run_dir, summary, state=state)
 
@@ -298,11 +296,23 @@ def _get(d: dict, dotted: str):
     return d
 
 
-def _config_key(exp: Experiment) -> str:
-    d = exp.to_dict()
-    for k in ("resume", "progress", "name", "out_dir"):
-        d.pop(k, None)
-    return json.dumps(d, sort_keys=True)
+def config_key(exp: Experiment) -> str:
+    """What a checkpoint records of the config that wrote it: the fields that change results."""
+    return json.dumps(result_dict(exp), sort_keys=True)
+
+
+def check_checkpoint_config(meta: dict, exp: Experiment, path: Path) -> None:
+    """Refuse a checkpoint written by another config than `exp`. Both are read through
+    today's config classes, so a checkpoint whose config was written by an older
+    coplay (fields since added, renamed or dropped) is compared by meaning."""
+    try:
+        stored = Experiment.from_dict(json.loads(meta["config"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"checkpoint {path} does not record a readable config ({e})") from e
+    if result_dict(stored) != result_dict(exp):
+        diffs = resume_differences(stored, exp)
+        raise CheckpointError(f"checkpoint {path} was written by a different config (differs in "
+                              f"{', '.join(diffs)})")
 
 
 def _nanmean(v: np.ndarray) -> np.ndarray:

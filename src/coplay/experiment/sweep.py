@@ -73,7 +73,7 @@ from coplay.core.errors import ConfigError
 from coplay.eval.stats import SUMMARY_REPS, iqm_ci
 from coplay.experiment import checkpoint
 from coplay.experiment.checkpoint import atomic_write
-from coplay.experiment.config import parse_overrides
+from coplay.experiment.config import parse_overrides, result_dict
 from coplay.experiment.report import curve, draw_band, read_metrics, save_figure
 
 SEARCHES = ("grid", "random")
@@ -344,10 +344,10 @@ def _safe(name: str) -> str:
 
 
 def _config_hash(exp: Any) -> str:
-    """A hash of the resolved config, without the fields that name runs or seeds, so
+    """A hash of the resolved config's fields that change results, seeds apart, so
     `lr=1e-3` and `lr=0.001` are the same configuration and any change is a new one."""
-    d = exp.to_dict()
-    for k in ("seed", "seeds", "out_dir", "name", "resume", "progress"):
+    d = result_dict(exp)
+    for k in ("seed", "seeds"):
         d.pop(k, None)
     return _digest(d)
 

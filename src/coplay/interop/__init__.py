@@ -21,11 +21,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from coplay.core.errors import CoplayError
-
-
-class MissingExtraError(CoplayError, ImportError):
-    """An optional library that a coplay feature needs is not installed."""
+from coplay.core.errors import MissingExtraError
 
 
 def require(module: str, extra: str, feature: str) -> ModuleType:

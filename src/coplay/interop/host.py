@@ -55,12 +55,8 @@ import numpy as np
 from flax import struct
 
 from coplay.core.env import Env
-from coplay.core.errors import CoplayError
+from coplay.core.errors import HostEnvError
 from coplay.core.types import EnvSpec, TimeStep
-
-
-class HostEnvError(CoplayError, RuntimeError):
-    """A host-stepped environment broke its API, or a handle was misused."""
 
 
 @dataclass

@@ -9,11 +9,11 @@ two-axis device mesh `("seeds", "envs")` of shape `(Ds, De)`:
 - `Ds = gcd(S, D)` devices split the seeds. Seeds are independent, so nothing
   crosses devices for them and the figures are the same as on one device.
 - The remaining `De = D / Ds` devices split each seed's E parallel environments
-  (data parallelism inside a seed): the leaves of the TrainState fields that
-  hold per-environment values (`env_state`, `ts`, `carry`, replay `buffer`,
-  self-play's per-game `seat`/`opponent`/`opening`: those whose second axis is
-  E) are split along that axis, while parameters and optimiser state are
-  replicated over it. XLA's SPMD partitioner then runs each device's
+  (data parallelism inside a seed): the parts of the TrainState that its class
+  declares per-environment (`coplay.algos.base.per_env`: environment states,
+  time steps, carries, replay storage, per-game bookkeeping; `[S, E, ...]`) are
+  split along that axis, while parameters and optimiser state are replicated
+  over it. XLA's SPMD partitioner then runs each device's
   environments where they live and sums gradients across devices; the figures
   match one device's up to the order of floating-point sums. This needs De to
   divide E; where it does not, the environments stay whole (`describe` says so).
@@ -31,8 +31,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-# TrainState fields whose leaves are `[S, E, ...]`: one entry per parallel environment.
-ENV_FIELDS = ("env_state", "ts", "carry", "buffer", "seat", "opponent", "opening")
+from coplay.algos.base import env_axis_mask
 
 
 def mesh_shape(num_seeds: int, num_envs: int | None, num_devices: int) -> tuple[int, int] | None:
@@ -56,23 +55,18 @@ def run_mesh(num_seeds: int, num_envs: int | None = None, devices: list | None =
     return Mesh(np.asarray(devices).reshape(shape), ("seeds", "envs"))
 
 
-def shard_state(state: Any, mesh: Mesh | None, num_envs: int | None = None) -> Any:
+def shard_state(state: Any, mesh: Mesh | None) -> Any:
     """Place a stacked TrainState on `mesh`: every leaf's seed axis over "seeds", and
-    the environment axis of `ENV_FIELDS` leaves (`[S, E, ...]`) over "envs"."""
+    the environment axis of its per-environment parts (`[S, E, ...]`) over "envs"."""
     if mesh is None:
         return state
     by_seed = NamedSharding(mesh, PartitionSpec("seeds"))
     by_env = NamedSharding(mesh, PartitionSpec("seeds", "envs"))
 
-    def place(leaf: Any, env_field: bool) -> Any:
-        split = env_field and mesh.shape["envs"] > 1 and np.ndim(leaf) >= 2 and np.shape(leaf)[1] == num_envs
-        return jax.device_put(leaf, by_env if split else by_seed)
+    def place(per_env: bool, part: Any) -> Any:
+        return jax.tree.map(lambda leaf: jax.device_put(leaf, by_env if per_env else by_seed), part)
 
-    if not hasattr(state, "__dataclass_fields__"):
-        return jax.tree.map(lambda x: place(x, False), state)
-    fields = {name: jax.tree.map(lambda x, e=name in ENV_FIELDS: place(x, e), getattr(state, name))
-              for name in state.__dataclass_fields__}
-    return state.replace(**fields)
+    return jax.tree.map(place, env_axis_mask(state), state)
 
 
 def describe(num_seeds: int, num_envs: int | None = None) -> str:

@@ -27,14 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coplay.core.errors import CoplayError
+from coplay.core.errors import SweepError
 from coplay.interop import require
 
 FEATURE = "coplay sweep"
-
-
-class SweepError(CoplayError):
-    """Ray cannot be reached or started, or Tune itself failed."""
 
 
 @dataclass

@@ -1,16 +1,59 @@
-"""Value-learning machinery shared by the Q family (IQL, VDN, QMIX): acting
-epsilon-greedily over legal actions, bootstrapped values (double Q), n-step
-targets, target-network updates and the exploration schedule."""
+"""Value-learning machinery shared by the Q family (IQL, VDN, QMIX): the
+family's config, acting epsilon-greedily over legal actions, bootstrapped
+values (double Q), n-step targets, the team TD loss of value factorisation,
+target-network updates and the exploration schedule."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from coplay.nets import distributions
+from coplay.algos.base import RolloutConfig
+from coplay.core.config import param
+from coplay.nets import ACTIVATIONS, distributions
+
+RECURRENT_SEQ_LEN = 20  # trained steps per window when recurrent and seq_len = 0
+
+
+@dataclass(frozen=True)
+class QConfig(RolloutConfig):
+    """The fields every Q-learning trainer has (IQL, VDN, QMIX)."""
+
+    lr: float = param(1e-3, "Adam learning rate", min=0.0, min_exclusive=True)
+    anneal_lr: bool = param(True, "decay the learning rate linearly to 0 over the run")
+    num_envs: int = param(16, "parallel environments per seed", min=1)
+    rollout_len: int = param(8, "steps per environment between updates", min=1)
+    buffer_size: int = param(50_000, "replay capacity in environment steps, per seed", min=1)
+    batch_size: int = param(64, "windows sampled per gradient step", min=1)
+    grad_steps: int = param(2, "gradient steps per update", min=1)
+    learning_starts: int = param(5_000, "environment steps collected before learning begins", min=0)
+    gamma: float = param(0.95, "discount", min=0.0, max=1.0)
+    n_step: int = param(1, "steps of reward before bootstrapping (n-step returns)", min=1)
+    double_q: bool = param(True, "bootstrap with the target network's value of the online network's best action")
+    target_interval: int = param(100, "gradient steps between target-network updates", min=1)
+    tau: float = param(1.0, "target update size: 1 = hard copy, < 1 = Polyak averaging", min=0.0, max=1.0,
+                       min_exclusive=True)
+    eps_start: float = param(1.0, "exploration rate at the start", min=0.0, max=1.0)
+    eps_finish: float = param(0.05, "exploration rate after the decay", min=0.0, max=1.0)
+    eps_decay: float = param(0.3, "fraction of the run over which exploration decays linearly", min=0.0, max=1.0)
+    eval_epsilon: float = param(0.0, "exploration rate when evaluating", min=0.0, max=1.0)
+    loss: str = param("mse", "TD loss", choices=("mse", "huber"))
+    max_grad_norm: float = param(10.0, "global gradient-norm clip", min=0.0, min_exclusive=True)
+    hidden_size: int = param(64, "units per hidden layer", min=1)
+    num_layers: int = param(2, "hidden layers (feed-forward); layers around the GRU (recurrent)", min=1)
+    activation: str = param("relu", "hidden activation", choices=tuple(ACTIVATIONS))
+    recurrent: bool = param(False, "GRU agents over the observation history")
+    seq_len: int = param(0, f"steps trained per sampled window; 0 = 1 (feed-forward) or {RECURRENT_SEQ_LEN} "
+                            "(recurrent)", min=0)
+    burn_in: int = param(0, "steps replayed before a recurrent window to warm its state (no loss on them)", min=0)
+    share_params: bool = param(True, "one network for all agents (else one per agent)")
+    agent_id: bool = param(True, "append a one-hot agent id to observations when sharing parameters")
+
 
 
 def epsilon_schedule(start: float, finish: float, decay_steps: int) -> optax.Schedule:
@@ -81,3 +124,26 @@ def td_loss(prediction: jax.Array, target: jax.Array, weight: jax.Array, kind: s
     per = 0.5 * jnp.square(error) if kind == "mse" else optax.huber_loss(error)
     weight = weight.astype(per.dtype)
     return jnp.sum(per * weight) / jnp.maximum(jnp.sum(weight), 1.0)
+
+
+Mix = Callable[[jax.Array, jax.Array | None], jax.Array]
+
+
+def team_td_loss(q_taken: jax.Array, next_value: jax.Array, w: dict[str, jax.Array], mix: Mix, target_mix: Mix,
+                 gamma: float, n: int, kind: str) -> tuple[jax.Array, jax.Array]:
+    """The TD loss of value factorisation: one TD problem on the team value.
+
+    q_taken, next_value: [T, B, N] each agent's Q of the action taken and its
+    bootstrap value n steps later; w: the window ([L, B, ...]: `reward`, `done`,
+    `active`, and `global_state` where the mix reads it). `mix(q [T, B, N], state
+    [T, B, ...] or None) -> [T, B]` makes the team value (the target network's
+    `target_mix` for the bootstrap). Inactive agents enter the mix as zeros; the
+    team reward is the mean of the agents' rewards (the per-agent scale coplay
+    reports). Returns (loss, targets [T, B])."""
+    t = q_taken.shape[0]
+    active = w["active"].astype(q_taken.dtype)
+    state = w.get("global_state")
+    prediction = mix(q_taken * active[:t], None if state is None else state[:t])
+    bootstrap = target_mix(next_value * active[n:n + t], None if state is None else state[n:n + t])
+    target = n_step_targets(jnp.mean(w["reward"], axis=-1), w["done"], bootstrap, gamma, n)
+    return td_loss(prediction, target, jnp.any(w["active"][:t], axis=-1), kind), target
