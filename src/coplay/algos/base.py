@@ -118,7 +118,7 @@ class Capabilities:
             out.append(f"actions are continuous ({space}) and it needs discrete ones")
         if spec.num_agents < self.min_agents:
             out.append(f"it has {spec.num_agents} agent(s) and it needs at least {self.min_agents}")
-        if spec.turn_based and not self.turn_based:
+        if spec.turn_based and spec.num_agents > 1 and not self.turn_based:
             out.append("it is turn-based (one agent moves at a time)")
         if not spec.turn_based and not self.simultaneous:
             out.append("its agents act simultaneously and it needs a turn-based game")

@@ -1,0 +1,100 @@
+"""The algorithm contract: every registered trainer declares its config, its
+capabilities and its per-environment state, and a pair that cannot work is
+refused by one look-up that names the algorithms that can."""
+
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+
+import coplay
+from coplay.algos import ALGOS
+from coplay.algos.base import RolloutConfig, Trainer, env_axis_mask
+from coplay.core.errors import ConfigError, UnknownNameError
+from coplay.experiment.config import RESUMABLE, Experiment, parse_overrides, resume_differences
+from coplay.experiment.runner import plan
+
+# A small environment every algorithm can train on, per algorithm.
+ENV_FOR = {"mappo": "spread", "ippo": "spread", "iql": "spread", "vdn": "spread", "qmix": "spread",
+           "selfplay_ppo": "tic_tac_toe"}
+
+
+def test_every_algorithm_is_a_registered_trainer_with_a_documented_config():
+    assert sorted(ALGOS.names()) == sorted(ENV_FOR)
+    for name, entry in ALGOS.items():
+        assert issubclass(entry.factory, Trainer) and entry.factory.name == name
+        assert entry.config is entry.factory.Config and issubclass(entry.config, RolloutConfig)
+        assert entry.capabilities is entry.factory.capabilities
+        for f in dataclasses.fields(entry.config):
+            assert f.metadata.get("help"), f"{name}: algo.{f.name} has no help text"
+        assert entry.config().steps_per_update == entry.config().num_envs * entry.config().rollout_len
+
+
+@pytest.mark.parametrize("name", sorted(ENV_FOR))
+def test_per_env_fields_are_exactly_the_ones_with_an_environment_axis(name):
+    entry = ALGOS.get(name)
+    config = entry.config(num_envs=7, rollout_len=4)
+    if name in ("iql", "vdn", "qmix"):
+        config = dataclasses.replace(config, learning_starts=0, buffer_size=700)
+    trainer = entry.factory(config, coplay.make(ENV_FOR[name]), num_updates=4)
+    state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))     # shapes only: nothing runs
+    mask = env_axis_mask(state)
+    marked, unmarked = [], []
+    jax.tree.map(lambda m, part: (marked if m else unmarked).extend(jax.tree.leaves(part)), mask, state)
+    assert marked, "every trainer steps parallel environments"
+    assert all(leaf.shape[:1] == (7,) for leaf in marked)
+    # Parameters have no environment axis.
+    assert all(leaf.shape[:1] != (7,) for leaf in jax.tree.leaves(state.params))
+    assert trainer.num_envs == 7 and trainer.steps_per_update == 7 * config.rollout_len
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (["algo=selfplay_ppo", "env=spread"],
+     ["'selfplay_ppo' cannot train on environment 'spread'", "all its agents are on one team",
+      "Algorithms that can: ippo, iql, mappo, qmix, vdn"]),
+    (["algo=mappo", "env=tic_tac_toe"],
+     ["'mappo' cannot train on environment 'tic_tac_toe'", "turn-based", "Algorithms that can: selfplay_ppo"]),
+    (["algo=selfplay_ppo", "env=pgx:2048"],
+     ["it has 1 agent(s) and it needs at least 2", "Algorithms that can: ippo, iql, mappo, qmix, vdn"]),
+])
+def test_a_pair_that_cannot_work_is_refused_naming_what_can(overrides, words):
+    with pytest.raises(ConfigError) as err:
+        plan(parse_overrides(overrides + ["total_steps=100000"]))
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_ippo_cannot_be_switched_into_mappo_by_a_field():
+    with pytest.raises(UnknownNameError, match="critic"):
+        parse_overrides(["algo=ippo", "algo.critic=global"])
+    assert ALGOS.get("mappo").capabilities.needs_global_state
+    assert not ALGOS.get("ippo").capabilities.needs_global_state
+
+
+def test_fields_that_do_not_change_results_are_marked_once():
+    assert set(RESUMABLE) == {"resume", "progress", "name", "out_dir", "tensorboard", "checkpoint_every",
+                              "keep_checkpoints"}
+    run = parse_overrides(["algo=ippo"])
+    again = parse_overrides(["algo=ippo", "tensorboard=false", "progress=false", "keep_checkpoints=5"])
+    assert resume_differences(run, again) == []
+    assert resume_differences(run, parse_overrides(["algo=ippo", "eval_episodes=3"])) == ["eval_episodes"]
+
+
+def test_configs_written_by_an_older_coplay_read_back_or_say_what_to_use():
+    old = {"algo": {"name": "ippo", "critic": "local", "lr": 1e-3}, "env": {"name": "spread"}}
+    assert Experiment.from_dict(old).algo_config.lr == 1e-3
+    assert Experiment.from_dict({"algo": {"name": "qmix", "reward": "team"}}).algo == "qmix"
+    with pytest.raises(ConfigError, match="is IPPO: use algo=ippo"):
+        Experiment.from_dict({"algo": {"name": "mappo", "critic": "local"}})
+    with pytest.raises(ConfigError, match="is MAPPO: use algo=mappo"):
+        Experiment.from_dict({"algo": {"name": "ippo", "critic": "global"}})
+
+
+def test_help_lists_every_algorithm_with_its_kind():
+    from coplay.experiment.config import help_text
+
+    text = help_text()
+    for name, entry in ALGOS.items():
+        assert f"{name}" in text and f"[{entry.kind}]" in text
+    assert np.all([f"algo={n} fields:" in text for n in ALGOS.names()])
