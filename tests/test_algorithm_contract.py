@@ -24,7 +24,7 @@ def test_every_algorithm_is_a_registered_trainer_with_a_documented_config():
     assert sorted(ALGOS.names()) == sorted(ENV_FOR)
     for name, entry in ALGOS.items():
         assert issubclass(entry.factory, Trainer) and entry.factory.name == name
-        assert entry.config is entry.factory.Config and issubclass(entry.config, RolloutConfig)
+        assert entry.config is entry.factory.config_class and issubclass(entry.config, RolloutConfig)
         assert entry.capabilities is entry.factory.capabilities
         for f in dataclasses.fields(entry.config):
             assert f.metadata.get("help"), f"{name}: algo.{f.name} has no help text"

@@ -20,7 +20,7 @@ def test_overrides_types_and_namespaces():
     assert exp.run.seeds == 8 and exp.run.total_steps == 2_000_000
     assert exp.algo_config.lr == pytest.approx(3e-4)
     assert exp.algo_config.recurrent is True
-    assert exp.algo_config.critic == "local"
+    assert type(exp.algo_config).__module__ == "coplay.algos.ippo"
     assert exp.env_config["n_agents"] == 3
 
 

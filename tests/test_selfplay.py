@@ -15,7 +15,7 @@ from coplay.algos.common import opponent_pool
 from coplay.algos.common.matches import make_match, outcomes, random_policy
 from coplay.core.errors import ConfigError
 from coplay.eval.bots import make_bot, tic_tac_toe_minimax
-from coplay.eval.tournament import Player, round_robin
+from coplay.eval.round_robin import Player, round_robin
 
 pytest.importorskip("pgx")
 

@@ -23,7 +23,7 @@ from coplay.cli.main import main
 from coplay.core.errors import ConfigError
 from coplay.eval.bots import tic_tac_toe_minimax
 from coplay.eval.ratings import elo
-from coplay.eval.tournament import Player, round_robin
+from coplay.eval.round_robin import Player, round_robin
 from coplay.experiment.runner import train
 from coplay.experiment.tournament import run_tournament
 

@@ -104,7 +104,7 @@ def no_ray_start(monkeypatch):
         raise AssertionError("Ray must not be started for a sweep that is refused")
 
     monkeypatch.setattr(ray, "init", refuse)
-    monkeypatch.setattr("coplay.scale.sweep.run_trials", refuse)
+    monkeypatch.setattr("coplay.scale.ray_trials.run_trials", refuse)
     was_initialized = ray.is_initialized()
     yield calls
     assert calls == []
@@ -163,7 +163,7 @@ def test_missing_ray_names_the_extra(tmp_path, monkeypatch):
 def test_unfinished_trials_are_reported_and_run_again(tmp_path, monkeypatch, capsys):
     """Without Ray: trials run in this process, one of them 'dies'. The finished one is in
     the table and is not run again; the next invocation runs only the other."""
-    from coplay.scale.sweep import TrialOutcome
+    from coplay.scale.ray_trials import TrialOutcome
 
     calls: list[list[str]] = []
 
@@ -177,7 +177,7 @@ def test_unfinished_trials_are_reported_and_run_again(tmp_path, monkeypatch, cap
                 out[trial_id] = TrialOutcome(trial_id, finished=True, metrics=fn(payload))
         return out
 
-    monkeypatch.setattr("coplay.scale.sweep.run_trials", fake_run_trials)
+    monkeypatch.setattr("coplay.scale.ray_trials.run_trials", fake_run_trials)
     args = ["sweep", *SMALL, "algo.lr=3e-3", "seeds=2", "--out", str(tmp_path / "s")]
     assert main(args) == 1
     captured = capsys.readouterr()

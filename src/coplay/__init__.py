@@ -1,10 +1,10 @@
 """coplay: reinforcement learning of agents that interact, compiled end to end with JAX."""
 
 from coplay import envs as _envs  # noqa: F401  (registers the built-in environments)
-from coplay.interop import pgx as _pgx  # noqa: F401  (registers pgx's games; pgx itself loads on use)
-from coplay.interop import pettingzoo_host as _pettingzoo_host  # noqa: F401  (registers pettingzoo:<module>)
-from coplay.interop import gymnasium as _gymnasium  # noqa: F401  (registers gym:<id>)
 from coplay.core import ENVS, Env, EnvSpec, TimeStep
+from coplay.interop import gymnasium as _gymnasium  # noqa: F401  (registers gym:<id>)
+from coplay.interop import pettingzoo_host as _pettingzoo_host  # noqa: F401  (registers pettingzoo:<module>)
+from coplay.interop import pgx as _pgx  # noqa: F401  (registers pgx's games; pgx itself loads on use)
 
 __version__ = "0.1.0"
 

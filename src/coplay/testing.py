@@ -39,7 +39,8 @@ def check_timestep(env: Env, ts: TimeStep, where: str) -> None:
     for name in ("done", "truncated"):
         x = getattr(ts, name)
         assert x.shape == () and x.dtype == jnp.bool_, f"{where}: {name} must be a bool scalar, got {x.dtype}{x.shape}"
-    assert ts.active.shape == (n,) and ts.active.dtype == jnp.bool_, f"{where}: active {ts.active.dtype}{ts.active.shape}"
+    assert ts.active.shape == (n,) and ts.active.dtype == jnp.bool_, \
+        f"{where}: active {ts.active.dtype}{ts.active.shape}"
     assert ts.action_mask.shape == (n, spec.num_actions), f"{where}: action_mask shape {ts.action_mask.shape}"
     assert ts.action_mask.dtype == jnp.bool_, f"{where}: action_mask dtype {ts.action_mask.dtype}"
     assert ts.global_state.shape == spec.global_state_space.shape, (
@@ -135,12 +136,12 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None) -> None:
     vs, vts = jax.jit(jax.vmap(env.reset))(keys)
     for i in range(3):
         si, tsi = reset_j(keys[i])
-        _assert_trees_close(jax.tree.map(lambda x: x[i], (vs, vts)), (si, tsi), "vmap(reset) differs")
+        _assert_trees_close(jax.tree.map(lambda x, i=i: x[i], (vs, vts)), (si, tsi), "vmap(reset) differs")
     acts = jax.vmap(act_j)(vts, keys)
     vs2, vts2 = jax.jit(jax.vmap(env.step))(vs, acts, keys)
     for i in range(3):
-        si, tsi = step_j(jax.tree.map(lambda x: x[i], vs), acts[i], keys[i])
-        _assert_trees_close(jax.tree.map(lambda x: x[i], (vs2, vts2)), (si, tsi), "vmap(step) differs")
+        si, tsi = step_j(jax.tree.map(lambda x, i=i: x[i], vs), acts[i], keys[i])
+        _assert_trees_close(jax.tree.map(lambda x, i=i: x[i], (vs2, vts2)), (si, tsi), "vmap(step) differs")
 
     # auto-reset inside a compiled scan: episodes end by max_steps and restart
     wrapped = AutoReset(EpisodeStats(env))

@@ -8,14 +8,14 @@ num_updates)`. The game solvers that are not trainers (`coplay solve`) are in
 from __future__ import annotations
 
 from coplay.algos import ippo, iql, mappo, qmix, selfplay_ppo, vdn
-from coplay.algos.base import Trainer
+from coplay.algos.base import RolloutConfig, Trainer
 from coplay.core.registry import Entry, Registry
 
 ALGOS = Registry("algorithm")
 
 
 def _register(trainer: type[Trainer], kind: str, description: str) -> None:
-    ALGOS.register(trainer.name, trainer, kind=kind, description=description, config=trainer.Config,
+    ALGOS.register(trainer.name, trainer, kind=kind, description=description, config=trainer.config_class,
                    capabilities=trainer.capabilities)
 
 
@@ -30,6 +30,13 @@ _register(selfplay_ppo.SelfPlayPPO, "self-play",
 
 def get_algo(name: str) -> Entry:
     return ALGOS.get(name)
+
+
+def algo_config_class(name: str) -> type[RolloutConfig]:
+    """The config dataclass of the registered algorithm `name`."""
+    config = ALGOS.get(name).config
+    assert config is not None, f"algorithm {name!r} was registered without a config class"
+    return config
 
 
 def list_algos() -> list[str]:

@@ -40,7 +40,7 @@ import abc
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import jax
 from flax import struct
@@ -87,7 +87,7 @@ def env_axis_mask(state: Any) -> Any:
     for f in dataclasses.fields(state):
         mark = f.metadata.get(_ENV_AXIS, False)
         marks[f.name] = mark(getattr(state, f.name)) if callable(mark) else bool(mark)
-    return state.replace(**marks)
+    return dataclasses.replace(state, **marks)
 
 
 # ----- capabilities ----------------------------------------------------------------------------------
@@ -162,22 +162,26 @@ class RolloutConfig:
 # ----- the trainer -------------------------------------------------------------------------------------
 
 
-class Trainer(abc.ABC):
+C = TypeVar("C", bound=RolloutConfig)
+
+
+class Trainer(abc.ABC, Generic[C]):
     """Base class of every algorithm; one instance trains one seed (the experiment
     layer `vmap`s `update` over seeds). Subclasses set the class attributes and
     implement the four abstract methods."""
 
-    name: ClassVar[str]                        # the registry name, used in messages
-    Config: ClassVar[type]                     # its config dataclass (a RolloutConfig)
+    name: ClassVar[str]                          # the registry name, used in messages
+    config_class: ClassVar[type[RolloutConfig]]  # its config dataclass
     capabilities: ClassVar[Capabilities]
     return_convention: ClassVar[str] = PER_AGENT_RETURN   # what eval/return means, for summary.json
 
+    config: C
     env: Env            # the (wrapped) environment that `update` steps and the policy acts on
 
-    def __init__(self, config: Any, env: Env, num_updates: int):
-        if not isinstance(config, self.Config):
-            raise ConfigError(f"{self.name} needs a {self.Config.__module__}.{self.Config.__qualname__}, "
-                              f"got {type(config).__name__}")
+    def __init__(self, config: C, env: Env, num_updates: int):
+        if not isinstance(config, self.config_class):
+            cls = self.config_class
+            raise ConfigError(f"{self.name} needs a {cls.__module__}.{cls.__qualname__}, got {type(config).__name__}")
         check(config, "algo.")
         check_env_support(env.spec, self.name, self.capabilities)
         self.config = config

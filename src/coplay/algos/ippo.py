@@ -23,7 +23,7 @@ class Config(mappo.Config):
 
 class IPPO(mappo.MAPPO):
     name = "ippo"
-    Config = Config
+    config_class = Config
     capabilities = Capabilities(continuous_actions=True, recurrent=True)
 
     def critic_input(self, ts: TimeStep) -> jax.Array:

@@ -34,9 +34,9 @@ class Config(ql.QConfig):
                         choices=("own", "team"))
 
 
-class IQL(QLearner):
+class IQL(QLearner[Config]):
     name = "iql"
-    Config = Config
+    config_class = Config
 
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
         c = self.config

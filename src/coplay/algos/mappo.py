@@ -57,18 +57,18 @@ class Config(ppo.PPOConfig):
 class TrainState:
     params: dict
     opt_state: Any
+    key: jax.Array
+    updates: jax.Array
     env_state: Any = per_env()
     ts: TimeStep = per_env()   # batched [E, ...]: what the next action is chosen from
     carry: tuple = per_env()   # (actor, critic) GRU carries [E, N, H] (H = 0 when feed-forward)
-    key: jax.Array
-    updates: jax.Array
 
 
-class MAPPO(Trainer):
+class MAPPO(Trainer[Config]):
     """MAPPO for one seed. `update` is pure; the experiment layer vmaps it over seeds."""
 
     name = "mappo"
-    Config = Config
+    config_class = Config
     capabilities = Capabilities(continuous_actions=True, needs_global_state=True, recurrent=True)
 
     def __init__(self, config: Config, env: Env, num_updates: int):
@@ -190,6 +190,7 @@ class MAPPO(Trainer):
                                      ts.done, c.share_params)
         adv, target = gae(traj.reward, traj.extras["value"], traj.done[..., None], last_value, c.gamma, c.gae_lambda)
         batch = self._batch(traj, adv, target)
+        split: ppo.SplitFn
         if c.recurrent:  # minibatches of whole environment sequences, each with its starting carries
             batch["actor_carry0"], batch["critic_carry0"] = carry0
             split = self._split_sequences

@@ -19,6 +19,7 @@ Acting, replay, target networks and n-step windows are the Q family's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -40,16 +41,16 @@ class Config(ql.QConfig):
                                           "starts Q_tot near the state value", min=0.0, min_exclusive=True)
 
 
-class QMIX(QLearner):
+class QMIX(QLearner[Config]):
     name = "qmix"
-    Config = Config
+    config_class = Config
     capabilities = Capabilities(recurrent=True, needs_global_state=True)
 
     def __init__(self, config: Config, env: Env, num_updates: int):
         super().__init__(config, env, num_updates)
         self.mixer = MonotonicMixer(config.mixer_embed, config.hypernet_hidden, config.mixer_init_scale)
 
-    def init_mixer(self, key: jax.Array, global_state: jax.Array) -> dict:
+    def init_mixer(self, key: jax.Array, global_state: jax.Array) -> Any:
         state = global_state.reshape(global_state.shape[0], -1)
         return self.mixer.init(key, jnp.zeros((state.shape[0], self.num_agents)), state)
 
@@ -58,8 +59,10 @@ class QMIX(QLearner):
 
     def _mix(self, mixer_params: dict):
         def mix(q: jax.Array, state: jax.Array | None) -> jax.Array:
+            assert state is not None, "QMIX stores the global state in replay"
             t, b = q.shape[:2]
-            return self.mixer.apply(mixer_params, q.reshape(t * b, -1), state.reshape(t * b, -1)).reshape(t, b)
+            out = self.mixer.apply(mixer_params, q.reshape(t * b, -1), state.reshape(t * b, -1))
+            return jnp.reshape(cast(jax.Array, out), (t, b))
 
         return mix
 

@@ -50,7 +50,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import optax
 from flax import struct
 
 from coplay.algos.base import Capabilities, Evaluator, Policy, Trainer, per_env
@@ -95,14 +94,14 @@ class Config(ppo.PPOConfig):
 class TrainState:
     params: dict
     opt_state: Any
+    pool: Pool
+    key: jax.Array
+    updates: jax.Array
     env_state: Any = per_env()
     ts: TimeStep = per_env()           # batched [E, ...]
-    pool: Pool
     seat: jax.Array = per_env()        # [E] int32 the learner's seat in each game
     opponent: jax.Array = per_env()    # [E] int32 the pool slot playing the other seats
     opening: jax.Array = per_env()     # [E] int32 random moves still to play at the start of each game
-    key: jax.Array
-    updates: jax.Array
 
 
 def features(obs: jax.Array) -> jax.Array:
@@ -118,11 +117,11 @@ def _row(x: jax.Array, seat: jax.Array) -> jax.Array:
     return jnp.take_along_axis(x, idx, axis=seat.ndim).squeeze(seat.ndim)
 
 
-class SelfPlayPPO(Trainer):
+class SelfPlayPPO(Trainer[Config]):
     """Self-play PPO for one seed; `update` is pure and the experiment layer vmaps it over seeds."""
 
     name = "selfplay_ppo"
-    Config = Config
+    config_class = Config
     capabilities = Capabilities(turn_based=True, rivals=True, min_agents=2)
     return_convention = "the learner's mean episode return against uniformly random legal moves, every seat"
 

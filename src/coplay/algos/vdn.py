@@ -32,9 +32,9 @@ def _sum(q: jax.Array, state: jax.Array | None) -> jax.Array:
     return jnp.sum(q, axis=-1)
 
 
-class VDN(QLearner):
+class VDN(QLearner[Config]):
     name = "vdn"
-    Config = Config
+    config_class = Config
 
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
         c = self.config

@@ -65,7 +65,12 @@ class Env(abc.ABC):
                 f"{self.spec.name}: discrete actions must be integers, got dtype {dtype}"
             )
 
-    def close(self) -> None:
+    def base_state(self, state: State) -> State:
+        """The innermost environment's state inside `state` (wrappers that keep
+        state of their own unwrap it), e.g. for rendering."""
+        return state
+
+    def close(self) -> None:  # noqa: B027 - a no-op unless the environment holds something
         """Release what the environment holds outside JAX (host copies, worker
         processes); pure JAX environments hold nothing."""
 
@@ -86,6 +91,9 @@ class Wrapper(Env):
 
     def close(self) -> None:
         self.env.close()
+
+    def base_state(self, state: State) -> State:
+        return self.env.base_state(state)
 
     @property
     def unwrapped(self) -> Env:

@@ -10,6 +10,7 @@ from typing import Any
 import jax
 from flax import struct
 
+from coplay.core.errors import ConfigError
 from coplay.core.spaces import Box, Discrete, Space, num_actions
 
 
@@ -68,12 +69,12 @@ class EnvSpec:
         if not self.roles:
             object.__setattr__(self, "roles", ("agent",) * n)
         if len(self.teams) != n or len(self.roles) != n:
-            raise ValueError(
+            raise ConfigError(
                 f"EnvSpec {self.name!r}: teams and roles need one entry per agent ({n}), "
                 f"got {len(self.teams)} and {len(self.roles)}"
             )
         if self.reward_dim < 1:
-            raise ValueError(f"EnvSpec {self.name!r}: reward_dim must be >= 1, got {self.reward_dim}")
+            raise ConfigError(f"EnvSpec {self.name!r}: reward_dim must be >= 1, got {self.reward_dim}")
 
     @property
     def num_actions(self) -> int:

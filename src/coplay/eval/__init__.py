@@ -12,8 +12,8 @@ from coplay.eval.ratings import (
     openskill_ratings,
     plot_ratings,
     ratings_table,
-    win_draw_loss_table,
     wilson,
+    win_draw_loss_table,
 )
 from coplay.eval.stats import Estimate, iqm, iqm_ci, summarize
 

@@ -272,13 +272,13 @@ def win_draw_loss_table(results: Results | Sequence[GameLike], confidence: float
     P = len(results.players)
     for i in range(P):
         for j in range(i + 1, P):
-            w, d, l = (int(x) for x in totals[i, j])
-            n = w + d + l
+            w, d, lost = (int(x) for x in totals[i, j])
+            n = w + d + lost
             if n == 0:
                 continue
             rows.append(PairStats(results.players[i], results.players[j], n,
                                   wilson(w, n, confidence), wilson(d, n, confidence),
-                                  wilson(l, n, confidence), wilson(w + d / 2, n, confidence)))
+                                  wilson(lost, n, confidence), wilson(w + d / 2, n, confidence)))
     return rows
 
 
@@ -526,8 +526,8 @@ def ratings_table(data: Results | Sequence[GameLike], *, anchor: str | None = No
     totals = results.totals
     rows = []
     for i, p in enumerate(results.players):
-        w, d, l = (int(x) for x in totals[i].sum(0))
-        n = w + d + l
+        w, d, lost = (int(x) for x in totals[i].sum(0))
+        n = w + d + lost
         score = wilson(w + d / 2, n) if n else Rate(float("nan"), float("nan"), float("nan"), 0)
         rows.append(RatingRow(
             p, float(fit.rating[i]),

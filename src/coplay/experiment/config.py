@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from coplay.algos import ALGOS, get_algo
+from coplay.algos import ALGOS, algo_config_class, get_algo
 from coplay.core.config import (
     check,
     coerce_value,
@@ -99,11 +99,11 @@ class Experiment:
     run: RunConfig = field(default_factory=RunConfig)
 
     def __post_init__(self) -> None:
-        entry = get_algo(self.algo)
+        config_class = algo_config_class(self.algo)
         if self.algo_config is None:
-            self.algo_config = entry.config()
+            self.algo_config = config_class()
         elif isinstance(self.algo_config, dict):
-            cfg = entry.config()
+            cfg = config_class()
             for k, v in _drop_legacy_fields(self.algo, self.algo_config).items():
                 cfg = set_field(cfg, k, v, "algo.")
             self.algo_config = cfg
@@ -219,9 +219,9 @@ def help_text() -> str:
     lines.append("\nAlgorithms (algo=NAME):")
     for name, entry in ALGOS.items():
         lines.append(f"  {name:<12} [{entry.kind}] {entry.description}")
-    for name, entry in ALGOS.items():
+    for name in ALGOS.names():
         lines.append(f"\n  algo={name} fields:")
-        lines += [f"    {n:<24} {d!s:<12} {h}" for n, d, h in describe(entry.config, "algo.")]
+        lines += [f"    {n:<24} {d!s:<12} {h}" for n, d, h in describe(algo_config_class(name), "algo.")]
     lines.append("\nEnvironments (env=NAME):")
     for e in ENVS.entries():
         lines.append(f"  {e.name:<12} [{e.kind}] {e.description}")

@@ -5,27 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from coplay.algos.base import Policy
-from coplay.core.env import Wrapper
 from coplay.wrappers import AutoReset
-
-
-def _inner_state(state: Any) -> Any:
-    while hasattr(state, "env_state"):
-        state = state.env_state
-    return state
 
 
 def record_episode(policy: Policy, params: Any, key: jax.Array, max_frames: int | None = None) -> list[np.ndarray]:
     """Play one episode with one seed's `params` and return rendered RGB frames."""
     env = policy.env.env if isinstance(policy.env, AutoReset) else policy.env
-    base = env
-    while isinstance(base, Wrapper):
-        base = base.env
-    render = base.spec.render_rgb
+    render = env.spec.render_rgb  # wrappers keep the environment's renderer
     if render is None:
         return []
     step = jax.jit(env.step)
@@ -33,13 +22,13 @@ def record_episode(policy: Policy, params: Any, key: jax.Array, max_frames: int 
     state, ts = jax.jit(env.reset)(k_reset)
     carry = policy.initial_carry((1,))
     act = jax.jit(policy.act)
-    frames = [render(jax.device_get(_inner_state(state)))]
+    frames = [render(jax.device_get(env.base_state(state)))]
     limit = max_frames or env.spec.max_steps
     for _ in range(limit):
         key, k_act, k_env = jax.random.split(key, 3)
         action, carry = act(params, ts.obs[None], ts.action_mask[None], k_act, carry, ts.done[None])
         state, ts = step(state, action[0], k_env)
-        frames.append(render(jax.device_get(_inner_state(state))))
+        frames.append(render(jax.device_get(env.base_state(state))))
         if bool(ts.done):
             break
     return frames

@@ -99,11 +99,19 @@ def place(p: Plan, state: Any) -> Any:
 
 
 def chunk_function(p: Plan):
+    """`chunk(state) -> (state, metrics)`: `updates_per_chunk` updates of every seed,
+    compiled; the state's leaves are `[S, ...]` and the metrics `[S, updates]`."""
     trainer = p.trainer
 
     def one_seed(state):
         return jax.lax.scan(lambda s, _: trainer.update(s), state, None, length=p.updates_per_chunk)
 
+    if p.exp.run.seeds == 1:  # no vmap over a seed axis of size 1: it costs time in every op
+        def only_seed(state):
+            out = one_seed(jax.tree.map(lambda x: x[0], state))
+            return jax.tree.map(lambda x: x[None], out)
+
+        return jax.jit(only_seed, donate_argnums=0)
     return jax.jit(jax.vmap(one_seed), donate_argnums=0)
 
 
@@ -279,7 +287,8 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
     plot_curve(run_dir, rows, "eval/return", f"{exp.algo} on {exp.env}")
     final = evals[-1][1]
     summary = write_summary(run_dir, final, {
-        "algo": exp.algo, "env": exp.env, "seeds": exp.run.seeds, "env_steps_per_seed": p.num_chunks * p.steps_per_chunk,
+        "algo": exp.algo, "env": exp.env, "seeds": exp.run.seeds,
+        "env_steps_per_seed": p.num_chunks * p.steps_per_chunk,
         "eval_episodes_per_seed": exp.run.eval_episodes,
         "return_convention": p.trainer.return_convention,
         "wall_time_s": round(time.time() - t_start, 2),

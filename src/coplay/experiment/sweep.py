@@ -69,7 +69,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from coplay.core.errors import ConfigError
+from coplay.core.errors import ConfigError, TrainingError
 from coplay.eval.stats import SUMMARY_REPS, iqm_ci
 from coplay.experiment import checkpoint
 from coplay.experiment.checkpoint import atomic_write
@@ -385,7 +385,7 @@ def run_trial(payload: dict) -> dict:
         _log_attempt(run_dir, payload["trial_id"], resumed_at)
         result = train(overrides)
         if result.interrupted:
-            raise RuntimeError(f"trial {payload['trial_id']} was interrupted; its checkpoint is in {run_dir}")
+            raise TrainingError(f"trial {payload['trial_id']} was interrupted; its checkpoint is in {run_dir}")
     summary = json.loads(summary_path.read_text())
     return {"final_return": float(summary["final"]["return"]["iqm"]), "summary_json": json.dumps(summary)}
 
@@ -449,7 +449,7 @@ def sweep(args: list[str], *, search: str = "grid", samples: int = 8, search_see
     `host:port`, `ray://host:port`); on a cluster the sweep directory should be
     on storage that every node reaches, for retries to find their checkpoints.
     Results still come back through Tune when it is not."""
-    from coplay.scale import sweep as scale
+    from coplay.scale import ray_trials as scale
 
     scale.require_ray()
     p = plan_sweep(args, search=search, samples=samples, search_seed=search_seed, vmap_seeds=vmap_seeds, out=out)

@@ -27,7 +27,7 @@ from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.eval.bots import BOTS, make_bot
 from coplay.eval.ratings import format_table, plot_ratings, ratings_table, win_draw_loss_table
-from coplay.eval.tournament import Player, round_robin
+from coplay.eval.round_robin import Player, round_robin
 from coplay.experiment import checkpoint
 from coplay.experiment.playback import LoadedRun, load_run
 

@@ -36,8 +36,8 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
 
 
 # Bridges whose modules import their library lazily can be offered here directly.
+from coplay.interop.gymnasium import from_gymnasium, to_gymnasium  # noqa: E402
 from coplay.interop.pettingzoo import to_pettingzoo  # noqa: E402
 from coplay.interop.pettingzoo_host import from_pettingzoo  # noqa: E402
-from coplay.interop.gymnasium import from_gymnasium, to_gymnasium  # noqa: E402
 
 __all__ = ["MissingExtraError", "from_gymnasium", "from_pettingzoo", "require", "to_gymnasium", "to_pettingzoo"]

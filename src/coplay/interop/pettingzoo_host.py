@@ -250,7 +250,8 @@ def make_pettingzoo(path: str, **kwargs: Any) -> HostEnv:
         api = "parallel" if has_parallel else "aec"
     if (api == "parallel" and not has_parallel) or (api == "aec" and not has_aec):
         raise ConfigError(f"pettingzoo:{path} has no {'parallel_env' if api == 'parallel' else 'env'}(); "
-                          f"valid api values here: {', '.join(a for a, ok in (('parallel', has_parallel), ('aec', has_aec)) if ok)}")
+                          "valid api values here: "
+                          + ", ".join(a for a, ok in (("parallel", has_parallel), ("aec", has_aec)) if ok))
     ctor = module.parallel_env if api == "parallel" else module.env
     kwargs = {k: v for k, v in kwargs.items() if v is not None or k not in _unset_defaults(path)}
     return from_pettingzoo(lambda: ctor(**kwargs), name=f"pettingzoo:{path}", max_steps=own["max_steps"],

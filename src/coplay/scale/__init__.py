@@ -1,2 +1,2 @@
 """Scaling out: several devices (`coplay.scale.devices`) and many trials on Ray Tune
-(`coplay.scale.sweep`, which imports Ray only when trials run)."""
+(`coplay.scale.ray_trials`, which imports Ray only when trials run)."""

@@ -34,19 +34,19 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from coplay.algos.base import env_axis_mask
 
 
-def mesh_shape(num_seeds: int, num_envs: int | None, num_devices: int) -> tuple[int, int] | None:
+def mesh_shape(num_seeds: int, num_envs: int, num_devices: int) -> tuple[int, int] | None:
     """`(Ds, De)`: devices along seeds and along environments, or None for one device
     (or when the devices split neither the seeds nor the environments)."""
     if num_devices < 2:
         return None
     ds = math.gcd(num_seeds, num_devices)
     de = num_devices // ds
-    if de == 1 or (num_envs is not None and num_envs % de == 0):
+    if de == 1 or num_envs % de == 0:
         return ds, de
     return None
 
 
-def run_mesh(num_seeds: int, num_envs: int | None = None, devices: list | None = None) -> Mesh | None:
+def run_mesh(num_seeds: int, num_envs: int, devices: list | None = None) -> Mesh | None:
     """The `("seeds", "envs")` mesh over all devices, or None when the run stays on one device."""
     devices = list(jax.devices() if devices is None else devices)
     shape = mesh_shape(num_seeds, num_envs, len(devices))
@@ -69,7 +69,7 @@ def shard_state(state: Any, mesh: Mesh | None) -> Any:
     return jax.tree.map(place, env_axis_mask(state), state)
 
 
-def describe(num_seeds: int, num_envs: int | None = None) -> str:
+def describe(num_seeds: int, num_envs: int) -> str:
     """One line on where the seeds and their environments run."""
     devices = jax.devices()
     kind = devices[0].platform

@@ -61,6 +61,9 @@ class EpisodeStats(Wrapper):
         )
         return next_state, out
 
+    def base_state(self, state: StatsState) -> Any:
+        return self.env.base_state(state.env_state)
+
     @staticmethod
     def _with_stats(ts: TimeStep, state: StatsState, done: jax.Array) -> TimeStep:
         info = dict(ts.info)

@@ -29,11 +29,12 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from coplay.core.errors import unknown_name
+
 SAMPLING = ("latest", "uniform", "pfsp", "fixed")
 
 
-@struct.dataclass
-class Pool:
+class Pool(struct.PyTreeNode):
     params: Any           # [P, ...] per leaf: the snapshots
     filled: jax.Array     # [P] bool: the slot holds a snapshot
     added_at: jax.Array   # [P] int32: the learner update the snapshot was taken at (-1: empty)
@@ -107,7 +108,7 @@ def probabilities(pool: Pool, how: str, power: float = 2.0) -> jax.Array:
     elif how == "fixed":
         w = jnp.where(pool.filled, pool.weights, 0.0)
     else:
-        raise ValueError(f"unknown opponent sampling {how!r}; valid: {', '.join(SAMPLING)}")
+        raise unknown_name("opponent sampling", how, SAMPLING)
     return w / jnp.sum(w)
 
 

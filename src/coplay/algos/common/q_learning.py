@@ -56,7 +56,7 @@ class QConfig(RolloutConfig):
 
 
 
-def epsilon_schedule(start: float, finish: float, decay_steps: int) -> optax.Schedule:
+def epsilon_schedule(start: float, finish: float, decay_steps: float) -> optax.Schedule:
     """Linear decay from `start` to `finish` over `decay_steps` environment steps, then constant."""
     return optax.linear_schedule(start, finish, max(int(decay_steps), 1))
 
@@ -66,7 +66,7 @@ def greedy(q: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.argmax(distributions.masked_logits(q, mask), axis=-1).astype(jnp.int32)
 
 
-def epsilon_greedy(key: jax.Array, q: jax.Array, mask: jax.Array, epsilon: jax.Array) -> jax.Array:
+def epsilon_greedy(key: jax.Array, q: jax.Array, mask: jax.Array, epsilon: float | jax.Array) -> jax.Array:
     """With probability `epsilon` a uniformly random legal action, else the greedy one."""
     k_explore, k_random = jax.random.split(key)
     uniform = distributions.masked_logits(jnp.zeros_like(q), mask)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -45,25 +45,28 @@ class TrainState:
     params: dict            # {"agent": ..., "mixer": ...} (mixer only for QMIX)
     target_params: dict
     opt_state: Any
+    key: jax.Array
+    updates: jax.Array
+    grad_steps: jax.Array   # gradient steps applied (counts toward target updates)
     # flashbax trajectory-buffer state: rows = environments, columns = time
     buffer: Any = per_env(lambda b: b.replace(experience=True, current_index=False, is_full=False))
     env_state: Any = per_env()
     ts: TimeStep = per_env()            # batched [E, ...]: what the next action is chosen from
     carry: jax.Array = per_env()        # agents' GRU state [E, N, H] (H = 0 when feed-forward)
-    key: jax.Array
-    updates: jax.Array
-    grad_steps: jax.Array   # gradient steps applied (counts toward target updates)
 
 
-class QLearner(Trainer):
+QC = TypeVar("QC", bound=QConfig)
+
+
+class QLearner(Trainer[QC]):
     """The Q family's trainer for one seed; `update` is pure and the experiment
     layer vmaps it over seeds. A subclass is an algorithm: it gives `loss`, and
     where it has a mixer, `init_mixer` and the replay fields the mixer reads."""
 
-    Config = QConfig
+    config_class = QConfig
     capabilities = Capabilities(recurrent=True)
 
-    def __init__(self, config: QConfig, env: Env, num_updates: int):
+    def __init__(self, config: QC, env: Env, num_updates: int):
         super().__init__(config, env, num_updates)
         spec = env.spec
         c = config
@@ -98,7 +101,7 @@ class QLearner(Trainer):
         """The TD loss of a sampled window w ([L, B, ...], burn-in included), and a dict
         of scalar statistics. `td_inputs` gives the agents' Q-values it starts from."""
 
-    def init_mixer(self, key: jax.Array, global_state: jax.Array) -> dict:
+    def init_mixer(self, key: jax.Array, global_state: jax.Array) -> Any:
         """Parameters of a mixing network (none by default); global_state: [1, ...]."""
         return {}
 

@@ -133,7 +133,8 @@ class Foraging(Env):
     def state_from(self, agent_pos, agent_level, food_pos, food_level, step: int = 0) -> ForagingState:
         """A state with explicit positions (row, col) and levels, for tests and demos."""
         food_level = jnp.asarray(food_level, jnp.int32)
-        return ForagingState(agent_pos=jnp.asarray(agent_pos, jnp.int32), agent_level=jnp.asarray(agent_level, jnp.int32),
+        return ForagingState(agent_pos=jnp.asarray(agent_pos, jnp.int32),
+                             agent_level=jnp.asarray(agent_level, jnp.int32),
                              food_pos=jnp.asarray(food_pos, jnp.int32), food_level=food_level,
                              food_alive=jnp.ones(food_level.shape, bool),
                              food_total=jnp.sum(food_level).astype(jnp.float32), step=jnp.asarray(step, jnp.int32))
@@ -235,7 +236,7 @@ class Foraging(Env):
                 box = [c * cell + 6, r * cell + 6, (c + 1) * cell - 6, (r + 1) * cell - 6]
                 draw.rectangle(box, fill=(230, 160, 40))
                 draw.text((c * cell + cell // 2 - 3, r * cell + cell // 2 - 6), str(int(lvl)), fill=(0, 0, 0))
-        for i, ((r, c), lvl) in enumerate(zip(np.asarray(state.agent_pos), np.asarray(state.agent_level))):
+        for (r, c), lvl in zip(np.asarray(state.agent_pos), np.asarray(state.agent_level)):
             box = [c * cell + 4, r * cell + 4, (c + 1) * cell - 4, (r + 1) * cell - 4]
             draw.ellipse(box, fill=(60, 110, 200))
             draw.text((c * cell + cell // 2 - 3, r * cell + cell // 2 - 6), str(int(lvl)), fill=(255, 255, 255))

@@ -29,6 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from coplay.core.errors import ConfigError, unknown_name
+
 CHANCE = 2
 PAD = 3
 
@@ -112,7 +114,7 @@ class GameTree:
     def infoset_index(self, key: str) -> int:
         """The row of the information set with text `key`."""
         if key not in self._index:
-            raise KeyError(f"{self.name}: no information set {key!r}")
+            raise unknown_name(f"information set of {self.name}:", key, self._index)
         return self._index[key]
 
     def uniform_policy(self) -> jax.Array:
@@ -145,7 +147,7 @@ def build_tree(rules: Rules) -> GameTree:
             outcomes = list(rules.chance_outcomes(h))
             total = sum(prob for _, prob in outcomes)
             if abs(total - 1.0) > 1e-9:
-                raise ValueError(f"{rules.name}: chance probabilities at {h!r} sum to {total}")
+                raise ConfigError(f"{rules.name}: chance probabilities at {h!r} sum to {total}, not 1")
             for a, prob in reversed(outcomes):
                 stack.append((rules.child(h, a), path + [(-1, a, CHANCE, prob)], made))
             continue
@@ -163,7 +165,7 @@ def build_tree(rules: Rules) -> GameTree:
         # Perfect recall: every history in an information set has the same owner,
         # legal actions and number of the owner's earlier decisions.
         if players[i] != p or depths[i] != made[p] or not np.array_equal(legal_rows[i], mask):
-            raise ValueError(f"{rules.name}: information set {key!r} is not consistent at {h!r}")
+            raise ConfigError(f"{rules.name}: information set {key!r} is not consistent at {h!r}")
         after = (made[0] + (p == 0), made[1] + (p == 1))
         for a in reversed(actions):
             stack.append((rules.child(h, a), path + [(i, a, p, 1.0)], after))
