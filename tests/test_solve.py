@@ -161,3 +161,42 @@ def test_psro_ppo_on_a_game_without_a_tree_scores_its_solution_with_one_more_res
     assert payoffs.shape == (2, 2) and np.allclose(payoffs, -payoffs.T)
     assert all(leaf.shape[0] == 2 for leaf in jax.tree.leaves(result.policy["population"]))
     assert "exact_exploitability" not in result.details
+
+
+def test_a_sweep_over_solvers_ranks_configurations_by_final_exploitability(tmp_path, monkeypatch):
+    """`coplay sweep` with a solver: each trial is a solve, and the table ranks final
+    exploitability, lowest first. Trials run in this process (Ray's scheduling is
+    tests/test_sweep.py's subject)."""
+    pytest.importorskip("ray")
+    from coplay.experiment.sweep import plan_sweep, sweep
+    from coplay.scale.sweep import TrialOutcome
+
+    def in_process(fn, trials, **kwargs):
+        return {tid: TrialOutcome(tid, finished=True, metrics=fn(payload)) for tid, payload in trials.items()}
+
+    monkeypatch.setattr("coplay.scale.sweep.run_trials", in_process)
+    out = tmp_path / "s"
+    args = ["algo=cfr", "env=tree:kuhn_poker", "algo.variant=cfr,cfr+", "algo.iterations=100", "algo.eval_every=50",
+            "seeds=1"]
+    result = sweep(args, out=out)
+    assert result.failed == {} and len(result.ran) == 2
+    rows = {r["values"]["algo.variant"]: r for r in result.table}
+    for row in rows.values():
+        summary = json.loads((tmp_path / "s" / "trials" / row["trials"][0]["id"] / "summary.json").read_text())
+        assert row["exploitability"]["per_seed"] == [summary["final_exploitability"]]
+        assert row["seeds"] == 1 and "return" not in row
+    assert rows["cfr+"]["exploitability"]["iqm"] < rows["cfr"]["exploitability"]["iqm"]
+    md = (out / "sweep.md").read_text()
+    assert "exploitability IQM" in md and md.index(rows["cfr+"]["config"]) < md.index(rows["cfr"]["config"])
+    with (out / "sweep.csv").open() as f:
+        assert "exploitability_iqm" in next(csv.reader(f))
+    assert (out / "sweep.png").is_file()
+    assert sweep(args, out=out).ran == []  # finished trials are not solved again
+
+    with pytest.raises(ConfigError, match="trainers or solvers, not both: cfr .* ippo"):
+        plan_sweep(["algo=cfr,ippo"], out=tmp_path / "mixed")
+    with pytest.raises(ConfigError, match="--vmap-seeds"):
+        plan_sweep(["algo=cfr"], vmap_seeds=True, out=tmp_path / "vmap")
+    with pytest.raises(ConfigError, match="algo.variant='cfr\\+\\+' is not allowed"):
+        sweep(["algo=cfr", "algo.variant=cfr+,cfr++"], out=tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()

@@ -107,7 +107,9 @@ SWEEP_EPILOG = """Overrides as for coplay train; a list is a swept axis:
 Examples:
   coplay sweep algo=ippo env=matrix algo.lr=1e-3,3e-4 algo.ent_coef=0,0.01 seeds=5 total_steps=2e5
   coplay sweep algo=ippo env=spread algo.lr=loguniform(1e-4,1e-2) --search random --samples 16 --address auto
+  coplay sweep algo=cfr env=tree:leduc_holdem algo.variant=cfr,cfr+,dcfr algo.iterations=500 seeds=1
 Running the same command again runs only the trials that have not finished.
+With algo= a solver (coplay solve), each trial is a solve and the table ranks final exploitability (lower is better).
 """
 
 

@@ -40,7 +40,7 @@ import yaml
 
 from coplay.algos import ALGOS
 from coplay.algos.solvers import SOLVERS, SolveResult, game_tree, validate
-from coplay.core.config import check, coerce_value, describe, fields, param, parse_scalar, set_field
+from coplay.core.config import check, coerce_value, describe, fields, param, parse_scalar, result_fields, set_field
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError, UnknownNameError, unknown_name
 from coplay.core.registry import ENVS, Entry
@@ -145,6 +145,15 @@ class SolveExperiment:
         except FileNotFoundError as e:
             raise ConfigError(f"no config.yaml at {path}") from e
         return cls.from_dict(data or {})
+
+
+def result_dict(exp: SolveExperiment) -> dict:
+    """The config as a dict without the run fields that do not change results:
+    two solves with equal result dicts compute the same thing."""
+    d = exp.to_dict()
+    for k in set(fields(SolveRunConfig)) - set(result_fields(SolveRunConfig)):
+        d.pop(k, None)
+    return d
 
 
 def parse_overrides(args: list[str], base: SolveExperiment | None = None) -> SolveExperiment:
