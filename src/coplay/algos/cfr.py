@@ -5,7 +5,7 @@ discounted CFR, every information set updated at once.
     result.policy               # [I, A] the average policy, converges to a Nash equilibrium
     result.exploitability       # [P] its exact exploitability every `eval_every` iterations
 
-or, one step at a time, on the tree's arrays `t = TreeArrays.from_tree(tree)`:
+or directly on the tree's arrays `t = TreeArrays.from_tree(tree)`:
 
     state = advance(t, init(t), iterations=1000, config=Config())
     policy = average_policy(t, state)
@@ -21,8 +21,9 @@ own reach. The current policy is regret matching on the accumulated regrets,
 
 and the average policy, the one that converges, is
 sum_t w_t pi_i^{sigma_t}(I) sigma_t(I, a), normalised at each information set.
-Its exploitability, (BR_0 + BR_1) / 2 against it (`values.exploitability`),
-bounds the distance to equilibrium and is measured exactly on the tree every
+Its exploitability, (BR_0 + BR_1) / 2 with BR_i what a best response earns
+as player i against it (`values.exploitability`; 0 exactly at an
+equilibrium of a two-player zero-sum game), is measured on the tree every
 `eval_every` iterations, between compiled blocks of iterations
 (`solvers.measured_loop`).
 
@@ -74,6 +75,7 @@ class Config:
     alpha: float = param(1.5, "dcfr: positive regrets scaled by t^alpha / (t^alpha + 1) after iteration t")
     beta: float = param(0.0, "dcfr: negative regrets scaled by t^beta / (t^beta + 1) after iteration t")
     gamma: float = param(2.0, "dcfr: the average scaled by (t / (t + 1))^gamma after iteration t")
+
 
 SUPPORT = GameSupport(uses=TREE_GAMES, default="tree:kuhn_poker", problem=tree_problem)
 

@@ -36,7 +36,7 @@ from coplay.algos.common.matches import bare_env
 from coplay.core.config import check
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
-from coplay.core.registry import Entry, Registry
+from coplay.core.registry import Registry
 from coplay.envs.trees import GameTree, tree_names
 from coplay.envs.trees.env import TreeGameEnv
 
@@ -89,14 +89,6 @@ class GameSupport:
     default: str
     problem: Callable[[Env], str | None]
     check: Callable[[Env, Any], None] | None = None
-
-
-def get_solver(name: str) -> Entry:
-    return SOLVERS.get(name)
-
-
-def list_solvers() -> list[str]:
-    return SOLVERS.names()
 
 
 def validate(solver: str, game: Env, config: Any) -> None:
