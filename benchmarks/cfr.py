@@ -15,7 +15,7 @@ coplay's tree encodes (288 information sets, suits merged); the default
 `leduc_poker` (936 information sets, suits apart) is timed too for reference.
 
 For each solver: iterations per second (solver time only; for coplay the
-whole budget as one compiled call, as `cfr.run` is used, and also in blocks
+whole budget as one compiled call, as `cfr.advance` is used, and also in blocks
 of 10 with a check after each), and the solver time and iterations until the average policy's exploitability first reaches
 the target (1e-3 Kuhn, 0.01 Leduc), checked every `block` iterations with the
 solver's own library (the check is not timed). coplay's compile time is
@@ -56,7 +56,7 @@ GAMES = {
 def run_coplay(tree_name: str, variant: str, target: float, block: int, max_iters: int) -> dict:
     t = TreeArrays.from_tree(game_tree(tree_name))
     config = cfr.Config(variant=variant)
-    step = jax.jit(partial(cfr.run, iterations=block, config=config))
+    step = jax.jit(partial(cfr.advance, iterations=block, config=config))
     expl = jax.jit(lambda s: exploitability(t, cfr.average_policy(t, s)))
     start = time.perf_counter()
     jax.block_until_ready(expl(step(t, cfr.init(t))))
@@ -70,8 +70,8 @@ def run_coplay(tree_name: str, variant: str, target: float, block: int, max_iter
         e = float(expl(state))
         if reached is None and e <= target:
             reached = (done, solver_s)
-    # Steady speed: the whole budget as one compiled call, as `cfr.run` is meant to be used.
-    whole = jax.jit(partial(cfr.run, iterations=max_iters, config=config))
+    # Steady speed: the whole budget as one compiled call, as `cfr.advance` is meant to be used.
+    whole = jax.jit(partial(cfr.advance, iterations=max_iters, config=config))
     jax.block_until_ready(whole(t, cfr.init(t)))
     start = time.perf_counter()
     jax.block_until_ready(whole(t, cfr.init(t)))

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import coplay
 from coplay.algos import cfr
 from coplay.core.errors import ConfigError, UnknownNameError
 from coplay.envs.trees import CHANCE, Rules, TreeArrays, build_tree, game_tree
@@ -87,7 +88,7 @@ def test_a_deviation_from_equilibrium_is_exploited(kuhn):
 
 def solve(t, variant: str, iterations: int, **kw):
     config = cfr.Config(variant=variant, **kw)
-    state = jax.jit(partial(cfr.run, iterations=iterations, config=config))(t, cfr.init(t))
+    state = jax.jit(partial(cfr.advance, iterations=iterations, config=config))(t, cfr.init(t))
     return cfr.average_policy(t, state)
 
 
@@ -116,7 +117,7 @@ def test_every_variant_converges_on_kuhn(kuhn, variant, alternating, bound):
 def test_exploitability_falls_with_iterations(leduc):
     _, t = leduc
     config = cfr.Config(variant="dcfr")
-    run = jax.jit(partial(cfr.run, iterations=50, config=config))
+    run = jax.jit(partial(cfr.advance, iterations=50, config=config))
     state = cfr.init(t)
     curve = []
     for _ in range(4):
@@ -133,9 +134,35 @@ def test_average_policy_is_a_distribution_over_legal_actions(leduc):
     assert np.all(policy[~tree.legal] == 0.0)
 
 
+def test_cfr_run_records_the_exact_exploitability_curve_of_kuhn():
+    """CFR+ through the solvers' call shape: the curve is measured at iteration 0 (uniform
+    play, OpenSpiel's 0.458333), every `eval_every` iterations and at the end, and falls
+    below 1e-3 within a few hundred iterations; the policy's value is Kuhn's, -1/18."""
+    env = coplay.make("tree:kuhn_poker")
+    result = cfr.run(env, cfr.Config(variant="cfr+", iterations=300, eval_every=25), jax.random.PRNGKey(0))
+    assert result.steps.tolist() == list(range(0, 301, 25))
+    assert result.exploitability[0] == pytest.approx(0.458333, abs=1e-5)
+    assert result.final < 1e-3 and result.measure.startswith("exact exploitability")
+    t = TreeArrays.from_tree(env.tree)
+    assert float(exploitability(t, jnp.asarray(result.policy))) == pytest.approx(result.final, abs=1e-6)
+    assert result.details["expected_value"] == pytest.approx(-1 / 18, abs=1e-3)
+
+
+def test_measuring_between_blocks_changes_nothing_computed(kuhn):
+    """Blocks of iterations between measurements (a shorter last block included) end in
+    exactly the state of one uninterrupted loop."""
+    _, t = kuhn
+    config = cfr.Config(variant="dcfr", iterations=130, eval_every=40)
+    result = cfr.run(coplay.make("tree:kuhn_poker"), config)
+    assert result.steps.tolist() == [0, 40, 80, 120, 130]
+    state = jax.jit(partial(cfr.advance, iterations=130, config=config))(t, cfr.init(t))
+    np.testing.assert_allclose(result.policy, np.asarray(cfr.average_policy(t, state)), atol=1e-6)
+    np.testing.assert_allclose(result.details["regrets"], np.asarray(state.regrets), rtol=1e-5, atol=1e-6)
+
+
 def test_unknown_variant_and_game_are_refused():
-    with pytest.raises(ConfigError, match="cfr\\+"):
-        cfr.Config(variant="cfr++")
+    with pytest.raises(ConfigError, match=r"algo.variant='cfr\+\+' is not allowed; valid choices: cfr, cfr\+, dcfr"):
+        cfr.run(coplay.make("tree:kuhn_poker"), cfr.Config(variant="cfr++"))
     with pytest.raises(UnknownNameError, match="kuhn_poker"):
         game_tree("kuhn")
 

@@ -137,13 +137,13 @@ def test_psro_with_ppo_best_responses_brings_kuhn_exploitability_below_five_hund
     """PSRO whose best responses are trained by PPO (no tree used for learning), on Kuhn
     poker played as an environment; every member is read back as a table over the
     information sets, so the mixture's exploitability is exact."""
-    from coplay.algos import psro_ppo, selfplay_ppo
+    from coplay.algos import psro_ppo
 
     env = coplay.make("tree:kuhn_poker")
-    config = psro_ppo.Config(meta_solver="nash", iterations=12, br_updates=100, meta_games=10000,
-                             ppo=selfplay_ppo.Config(ent_coef=0.01, random_opening=0, hidden_size=64))
+    config = psro_ppo.Config(meta_solver="nash", iterations=12, br_updates=100, meta_games=10000, hidden_size=64)
     result = psro_ppo.run(env, config, jax.random.PRNGKey(0))
-    exact, approx = result.exact_exploitability, result.br_value
+    assert result.measure.startswith("exact exploitability") and result.steps.tolist() == list(range(13))
+    exact, approx = result.exploitability, result.details["br_value"]
     print("exact exploitability per iteration:", np.round(exact, 4))
     print("trained responses' values:          ", np.round(approx, 4))
     assert exact[0] == pytest.approx(0.458333, abs=1e-4)     # member 0 plays uniformly
@@ -152,5 +152,6 @@ def test_psro_with_ppo_best_responses_brings_kuhn_exploitability_below_five_hund
     assert np.all(np.abs(approx - exact[:-1]) < 0.05)
     assert np.all(approx < exact[:-1] + 0.03)
     k = config.iterations + 1
-    assert result.payoffs.shape == (k, k) and np.allclose(result.payoffs, -result.payoffs.T)
-    assert result.meta_strategy.shape == (k,) and result.meta_strategy.sum() == pytest.approx(1.0)
+    payoffs, meta = result.details["payoffs"], result.policy["meta_strategy"]
+    assert payoffs.shape == (k, k) and np.allclose(payoffs, -payoffs.T)
+    assert meta.shape == (k,) and meta.sum() == pytest.approx(1.0)

@@ -27,4 +27,13 @@ def train(config=None, **overrides):
     return _train(config, **overrides)
 
 
-__all__ = ["Env", "EnvSpec", "TimeStep", "list_envs", "make", "train"]
+def solve(config=None, **overrides):
+    """Solve a game from Python: `coplay.solve(["algo=cfr", "env=tree:leduc_holdem"])`,
+    `coplay.solve({"algo": {"name": "psro", "iterations": 10}})` or `coplay.solve(algo="cfr")`.
+    Returns a `SolveRun` (run directory, summary, the solver's `SolveResult`)."""
+    from coplay.experiment.solve import solve as _solve
+
+    return _solve(config, **overrides)
+
+
+__all__ = ["Env", "EnvSpec", "TimeStep", "list_envs", "make", "solve", "train"]

@@ -7,8 +7,10 @@ num_updates)`. The game solvers that are not trainers (`coplay solve`) are in
 
 from __future__ import annotations
 
-from coplay.algos import ippo, iql, mappo, qmix, selfplay_ppo, vdn
+from coplay.algos import cfr, fictitious_play, ippo, iql, mappo, psro, psro_ppo, qmix, selfplay_ppo, vdn
 from coplay.algos.base import RolloutConfig, Trainer
+from coplay.algos.solvers import SOLVERS
+from coplay.core.errors import UnknownNameError
 from coplay.core.registry import Entry, Registry
 
 ALGOS = Registry("algorithm")
@@ -27,8 +29,23 @@ _register(qmix.QMIX, "off-policy", "monotonic mixing of the agents' Q by hyperne
 _register(selfplay_ppo.SelfPlayPPO, "self-play",
           "PPO against a pool of its own snapshots (latest, uniform or PFSP), every seat")
 
+SOLVERS.register("cfr", cfr.run, kind="game tree", config=cfr.Config, capabilities=cfr.SUPPORT,
+                 description="counterfactual regret minimisation: CFR, CFR+ or discounted CFR (algo.variant)")
+SOLVERS.register("psro", psro.run, kind="game tree", config=psro.Config, capabilities=psro.SUPPORT,
+                 description="PSRO with exact best responses; nash, replicator or uniform meta-solver")
+SOLVERS.register("psro_ppo", psro_ppo.run, kind="two-player", config=psro_ppo.Config,
+                 capabilities=psro_ppo.SUPPORT,
+                 description="PSRO with best responses trained by self-play PPO, on any two-player zero-sum game")
+SOLVERS.register("fictitious_play", fictitious_play.run, kind="matrix game", config=fictitious_play.Config,
+                 capabilities=fictitious_play.SUPPORT,
+                 description="fictitious play on two-player normal-form games")
+
 
 def get_algo(name: str) -> Entry:
+    """The trainer registered as `name`; a solver's name is pointed to `coplay solve`."""
+    if name in SOLVERS and name not in ALGOS:
+        raise UnknownNameError(f"{name!r} is a game solver, not a trainer: run it with `coplay solve algo={name} "
+                               f"env=...`; trainers: {', '.join(ALGOS.names())}")
     return ALGOS.get(name)
 
 

@@ -1,7 +1,8 @@
 """Policy-space response oracles (PSRO; Lanctot et al., 2017) on a game's exact tree.
 
-    result = psro.run(game_tree("kuhn_poker"), psro.Config(meta_solver="nash", iterations=20))
+    result = psro.run(coplay.make("tree:kuhn_poker"), psro.Config(meta_solver="nash", iterations=20), key)
     result.exploitability          # [iterations + 1] of the meta-strategy mixture
+    result.policy                  # [I, A] the final mixture as one behaviour policy
 
 Each player keeps a population of policies, starting from the uniform one.
 Every iteration:
@@ -20,7 +21,9 @@ With the `uniform` meta-solver this is fictitious play in policy space; with
 `nash` it is the double oracle algorithm.
 
 Populations are preallocated to `iterations + 1` members so the compiled
-pieces are traced once; unused members have zero weight.
+pieces are traced once; unused members have zero weight. The curve is the
+exact exploitability of the mixture, (BR_0 + BR_1) / 2 against it, before
+each iteration and at the end.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.algos.common.meta_solvers import META_SOLVERS, solve_meta_game
-from coplay.core.errors import ConfigError
+from coplay.algos.solvers import TREE_GAMES, GameSupport, Log, SolveResult, game_tree, tree_problem, validate
+from coplay.core.config import param
+from coplay.core.env import Env
 from coplay.envs.trees.tree import GameTree
 from coplay.envs.trees.values import (
     TreeArrays,
@@ -42,26 +47,18 @@ from coplay.envs.trees.values import (
     exploitability,
 )
 
+MEASURE = "exact exploitability of the meta-strategy mixture: (BR_0 + BR_1) / 2, computed on the game tree"
+
 
 @dataclass(frozen=True)
 class Config:
-    meta_solver: str = "nash"
-    iterations: int = 20
-
-    def __post_init__(self) -> None:
-        if self.meta_solver not in META_SOLVERS:
-            raise ConfigError(f"psro meta_solver {self.meta_solver!r} is not one of {', '.join(META_SOLVERS)}")
-        if self.iterations < 1:
-            raise ConfigError(f"psro iterations must be >= 1, got {self.iterations}")
+    meta_solver: str = param("nash", "how the mixture over each population is chosen: nash (linear "
+                                     "programming; the double oracle), replicator dynamics, or uniform "
+                                     "(fictitious play over the population)", choices=META_SOLVERS)
+    iterations: int = param(20, "PSRO iterations: each adds an exact best response to each population", min=1)
 
 
-@dataclass(frozen=True)
-class PSROResult:
-    populations: tuple[np.ndarray, np.ndarray]  # each [K, I, A]; only the owner's rows matter
-    meta_strategies: list[tuple[np.ndarray, np.ndarray]]  # per iteration, mixtures over the populations
-    exploitability: np.ndarray  # [iterations + 1]: the mixture's, before each iteration and at the end
-    payoffs: np.ndarray  # [K0, K1] the final meta-game, player 0's payoff
-    policy: np.ndarray  # [I, A] the final mixture as one behaviour policy
+SUPPORT = GameSupport(uses=TREE_GAMES, default="tree:kuhn_poker", problem=tree_problem)
 
 
 def joint(t: TreeArrays, policy0: jax.Array, policy1: jax.Array) -> jax.Array:
@@ -95,7 +92,24 @@ def _respond(t: TreeArrays, pop0, pop1, w0, w1):
     return mix, exploitability(t, mix), br0, br1
 
 
-def run(tree: GameTree, config: Config = Config()) -> PSROResult:
+def run(game: Env, config: Config = Config(), key: jax.Array | None = None, *, log: Log | None = None) -> SolveResult:
+    """PSRO on `game`'s exact tree (`tree:kuhn_poker`, `tree:leduc_holdem`).
+    Deterministic: `key` is not used. See `solve_tree`."""
+    validate("psro", game, config)
+    return solve_tree(game_tree(game), config, log)
+
+
+def solve_tree(tree: GameTree, config: Config = Config(), log: Log | None = None) -> SolveResult:
+    """PSRO on `tree` for `config.iterations` iterations.
+
+    Returns the final mixture as one behaviour policy `[I, A]` (`policy`), the
+    mixture's exact exploitability before each iteration and at the end
+    (`[iterations + 1]`), and in `details`: `populations` `[2, K, I, A]` (each
+    player's members; only the owner's rows matter), `meta_strategies` `[K, 2, K]`
+    (iteration k's mixtures over the k + 1 members then, zero-padded; the last
+    row is the final one), `payoffs` `[K, K]` (the final meta-game, player 0's
+    payoff) and `expected_value` (player 0's value of the final mixture);
+    K = iterations + 1."""
     t = TreeArrays.from_tree(tree)
     size = config.iterations + 1
     uniform = tree.uniform_policy()
@@ -104,27 +118,32 @@ def run(tree: GameTree, config: Config = Config()) -> PSROResult:
     respond = jax.jit(_respond)
     score = jax.jit(meta_game)
 
-    curve, metas = [], []
+    curve = []
+    metas = np.zeros((size, 2, size))
     count = 1
-    for _ in range(config.iterations):
+    for it in range(config.iterations):
         payoffs = np.asarray(score(t, pop0, pop1))[:count, :count]
         x, y = solve_meta_game(payoffs, config.meta_solver)
-        metas.append((x, y))
+        metas[it, 0, :count], metas[it, 1, :count] = x, y
         w0 = jnp.zeros(size).at[:count].set(x)
         w1 = jnp.zeros(size).at[:count].set(y)
         _, expl, br0, br1 = respond(t, pop0, pop1, w0, w1)
         curve.append(float(expl))
+        if log is not None:
+            log({"step": it, "exploitability": curve[-1], "population": count})
         pop0, pop1 = pop0.at[count].set(br0), pop1.at[count].set(br1)
         count += 1
 
     payoffs = np.asarray(score(t, pop0, pop1))
     x, y = solve_meta_game(payoffs, config.meta_solver)
+    metas[-1, 0], metas[-1, 1] = x, y
     mix, expl, _, _ = respond(t, pop0, pop1, jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32))
     curve.append(float(expl))
-    return PSROResult(
-        populations=(np.asarray(pop0), np.asarray(pop1)),
-        meta_strategies=metas + [(x, y)],
-        exploitability=np.asarray(curve),
-        payoffs=payoffs,
+    if log is not None:
+        log({"step": config.iterations, "exploitability": curve[-1], "population": count})
+    return SolveResult(
+        exploitability=np.asarray(curve), steps=np.arange(config.iterations + 1), measure=MEASURE,
         policy=np.asarray(mix),
+        details={"populations": np.stack([np.asarray(pop0), np.asarray(pop1)]), "meta_strategies": metas,
+                 "payoffs": payoffs, "expected_value": float(expected_value(t, mix))},
     )

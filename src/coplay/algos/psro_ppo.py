@@ -2,8 +2,9 @@
 an exact tree (Lanctot et al., 2017).
 
     result = psro_ppo.run(coplay.make("connect_four"), psro_ppo.Config(iterations=6), key)
-    result.br_value            # [iterations] what each new response earns against the mixture it answered
-    result.meta_strategy       # [K] the final mixture over the population
+    result.exploitability          # [iterations + 1] each mixture's (approximate) exploitability
+    result.policy["meta_strategy"] # [K] the final mixture over the population
+    result.details["br_value"]     # [iterations] what each new response earns against the mixture it answered
 
 The population starts from the uniform random policy (an actor network with
 zero weights). Every iteration:
@@ -26,10 +27,15 @@ zero-sum, like the meta-solvers.
 The response trained at iteration t is an approximate best response to mixture
 t, so `br_value[t]` (its mean return against that mixture over both seats,
 read from the meta-game) estimates the mixture's exploitability from below,
-the field's usual "approximate exploitability". On games played from an exact
-tree (`tree:kuhn_poker`, `tree:leduc_holdem`) every member is also read back
-as a table over information sets and the mixture's exact exploitability is
-reported (`exact_exploitability`).
+the field's usual "approximate exploitability"; one more response, trained
+against the final mixture and not admitted, scores the returned solution. On
+games played from an exact tree (`tree:kuhn_poker`, `tree:leduc_holdem`)
+every member is instead read back as a table over information sets and the
+mixture's exact exploitability, (BR_0 + BR_1) / 2, is the curve.
+
+The response trainer's settings (`lr`, `num_envs`, `hidden_size`, ...) are
+the config's own fields, the PPO family's (`coplay.algos.common.ppo`) with
+selfplay_ppo's defaults, so every one is `algo.FIELD=` on the command line.
 
 Members play their stochastic policies. Populations are preallocated to
 `iterations + 1` members, so the response trainer and the matches compile
@@ -39,8 +45,7 @@ once; unused members carry zero weight.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -48,90 +53,114 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.algos import psro, selfplay_ppo
-from coplay.algos.base import Policy
-from coplay.algos.common import opponent_pool
+from coplay.algos.common import opponent_pool, ppo
 from coplay.algos.common.matches import bare_env, make_match
 from coplay.algos.common.meta_solvers import META_SOLVERS, solve_meta_game
+from coplay.algos.solvers import GameSupport, Log, SolveResult, validate
+from coplay.core.config import param
 from coplay.core.env import Env
-from coplay.core.errors import ConfigError
 from coplay.envs.trees import TreeArrays
 from coplay.envs.trees.env import TreeGameEnv
 from coplay.envs.trees.values import exploitability
+from coplay.nets import ACTIVATIONS
 
-
-def _response_defaults() -> selfplay_ppo.Config:
-    # A best response should commit: a small entropy bonus, and no random opening moves
-    # (against a fixed mixture every position it meets is already one the mixture reaches).
-    return selfplay_ppo.Config(ent_coef=0.01, random_opening=0)
-
-
-@dataclass(frozen=True)
-class Config:
-    meta_solver: str = "nash"
-    iterations: int = 8
-    br_updates: int = 100
-    meta_games: int = 2000
-    ppo: selfplay_ppo.Config = field(default_factory=_response_defaults)
-
-    def __post_init__(self) -> None:
-        if self.meta_solver not in META_SOLVERS:
-            raise ConfigError(f"psro_ppo meta_solver {self.meta_solver!r} is not one of {', '.join(META_SOLVERS)}")
-        for name in ("iterations", "br_updates", "meta_games"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"psro_ppo {name}={value!r} must be an integer >= 1")
-        if not isinstance(self.ppo, selfplay_ppo.Config):
-            raise ConfigError(f"psro_ppo ppo must be a selfplay_ppo.Config, got {type(self.ppo).__name__}")
+EXACT = "exact exploitability of the meta-strategy mixture: (BR_0 + BR_1) / 2, members read back as tables"
+APPROXIMATE = ("approximate exploitability: a PPO best response's mean return against the mixture, both seats "
+               "(an estimate from below)")
+GAMES = "two-player zero-sum games (e.g. tree:kuhn_poker, tree:leduc_holdem, tic_tac_toe, connect_four, pgx:<id>)"
 
 
 @dataclass(frozen=True)
-class Result:
-    population: Any                  # actor params, every leaf stacked [K, ...]; member 0 is uniform play
-    meta_strategy: np.ndarray        # [K] the final meta-game's mixture
-    meta_strategies: list[np.ndarray]  # the mixture each iteration's response answered
-    payoffs: np.ndarray              # [K, K] member i's mean return against member j, both seats
-    br_value: np.ndarray             # [iterations] each response's return against the mixture it answered
-    exact_exploitability: np.ndarray | None  # [iterations + 1] mixtures 0..T, games with an exact tree only
-    policy: Policy                   # how every member plays (stochastic), for matches and tournaments
+class Config(ppo.PPOConfig):
+    meta_solver: str = param("nash", "how the mixture over the population is chosen: nash (linear programming), "
+                                     "replicator dynamics, or uniform", choices=META_SOLVERS)
+    iterations: int = param(8, "PSRO iterations: each trains a best response and adds it to the population",
+                            min=1)
+    br_updates: int = param(100, "PPO updates that train each best response", min=1)
+    meta_games: int = param(2000, "games per pair of members and seating that estimate the meta-game", min=1)
+    # The response trainer: selfplay_ppo's defaults, except that a best response should commit:
+    # a small entropy bonus, and no random opening moves (against a fixed mixture every
+    # position it meets is already one the mixture reaches).
+    lr: float = param(1e-3, "Adam learning rate of each response", min=0.0, min_exclusive=True)
+    num_envs: int = param(64, "parallel games of each response's training", min=1)
+    rollout_len: int = param(16, "steps per game between updates", min=1)
+    minibatches: int = param(4, "minibatches per epoch", min=1)
+    gamma: float = param(0.99, "discount", min=0.0, max=1.0)
+    ent_coef: float = param(0.01, "entropy bonus weight", min=0.0)
+    hidden_size: int = param(128, "units per hidden layer of every member", min=1)
+    num_layers: int = param(2, "hidden layers of every member", min=1)
+    activation: str = param("relu", "hidden activation", choices=tuple(ACTIVATIONS))
+    greedy_eval: bool = param(False, "members always play their stochastic policies, in the meta-game and "
+                                     "in exact scores", choices=(False,))
+    random_opening: int = param(0, "each training game opens with k uniformly random moves, k drawn from "
+                                   "0..random_opening per game", min=0)
 
-    def member(self, i: int) -> Any:
-        """Member i's actor params."""
-        return jax.tree.map(lambda x: x[i], self.population)
+
+def response_config(config: Config) -> selfplay_ppo.Config:
+    """The response trainer's config: every field it shares with `config`."""
+    ours = {f.name for f in dataclasses.fields(config)}
+    return selfplay_ppo.Config(**{f.name: getattr(config, f.name) for f in dataclasses.fields(selfplay_ppo.Config)
+                                  if f.name in ours})
 
 
-def run(env: Env, config: Config = Config(), key: jax.Array | None = None,
-        log: Callable[[dict], None] | None = None) -> Result:
-    """PSRO on two-player zero-sum game `env`; `log` (if given) receives each iteration's figures."""
-    spec = bare_env(env).spec
+def game_problem(game: Env) -> str | None:
+    """Why PSRO with PPO responses cannot play `game`, None when it can."""
+    spec = bare_env(game).spec
     if spec.num_agents != 2:
-        raise ConfigError(f"psro_ppo plays two-player zero-sum games; {spec.name!r} has {spec.num_agents} players")
+        return f"it has {spec.num_agents} players"
+    return "; ".join(selfplay_ppo.SelfPlayPPO.capabilities.problems(spec)) or None
+
+
+def check(game: Env, config: Config) -> None:
+    """Refuse a response trainer that cannot be built (e.g. minibatches that do not divide its batch)."""
+    selfplay_ppo.SelfPlayPPO(response_config(config), game, config.br_updates)
+
+
+SUPPORT = GameSupport(uses=GAMES, default="tree:kuhn_poker", problem=game_problem, check=check)
+
+
+def run(game: Env, config: Config = Config(), key: jax.Array | None = None, *, log: Log | None = None) -> SolveResult:
+    """PSRO on two-player zero-sum game `game`.
+
+    Returns `policy = {"population": actor params, every leaf stacked [K, ...] (member
+    0 plays uniformly), "meta_strategy": [K] the final mixture}`, the curve (exact on
+    game trees, else trained responses' values) at iterations 0..T, and in `details`:
+    `payoffs` `[K, K]` (member i's mean return against member j, both seats),
+    `meta_strategies` `[T, K]` (the mixture each iteration's response answered,
+    zero-padded), `br_value` `[T]`, `member_policy` (how every member plays, a
+    `Policy` for matches and tournaments), and on game trees `exact_exploitability`
+    `[T + 1]` and `table` `[I, A]` (the final mixture as one behaviour policy);
+    elsewhere `final_br_value`. K = T + 1, T = iterations."""
+    validate("psro_ppo", game, config)
     key = jax.random.PRNGKey(0) if key is None else key
     k_init, k_loop = jax.random.split(key)
     cap = config.iterations + 1
 
-    stochastic = dataclasses.replace(config.ppo, greedy_eval=False)
-    probe = selfplay_ppo.SelfPlayPPO(stochastic, env, 1)
+    responses = response_config(config)
+    probe = selfplay_ppo.SelfPlayPPO(responses, game, 1)
     uniform = jax.tree.map(jnp.zeros_like, probe.policy_params(probe.init(k_init)))
     population = jax.tree.map(lambda x: jnp.broadcast_to(x, (cap, *x.shape)), uniform)
     policy = probe.policy()
 
-    train = selfplay_ppo.response_trainer(config.ppo, env, config.br_updates,
+    train = selfplay_ppo.response_trainer(responses, game, config.br_updates,
                                           opponent_pool.from_population(population, jnp.ones(cap)))
-    match = make_match(env, [policy, policy], config.meta_games)
+    match = make_match(game, [policy, policy], config.meta_games)
     seat0_return = lambda a, b, k: jnp.mean(match([a, b], k)["return"][:, 0])  # noqa: E731
     # The new member against every member, seated first and then second: seat 0's mean return.
     as_first = jax.jit(jax.vmap(seat0_return, in_axes=(None, 0, None)))
     as_second = jax.jit(jax.vmap(lambda a, b, k: seat0_return(b, a, k), in_axes=(None, 0, None)))
-    exact = _exact_scorer(env, probe)
+    exact = _exact_scorer(game, probe)
 
     r0 = np.zeros((cap, cap))  # r0[i, j]: seat 0's mean return with member i in seat 0, member j in seat 1
+
+    def against_population(params: Any, key: jax.Array) -> tuple[np.ndarray, np.ndarray]:
+        k1, k2 = jax.random.split(key)
+        return np.asarray(as_first(params, population, k1)), np.asarray(as_second(params, population, k2))
 
     def admit(k: int, params: Any, key: jax.Array) -> None:
         nonlocal population
         population = jax.tree.map(lambda s, p: s.at[k].set(p), population, params)
-        k1, k2 = jax.random.split(key)
-        r0[k, :] = np.asarray(as_first(params, population, k1))
-        r0[:, k] = np.asarray(as_second(params, population, k2))
+        r0[k, :], r0[:, k] = against_population(params, key)
 
     def payoffs(count: int) -> np.ndarray:
         return ((r0 - r0.T) / 2.0)[:count, :count]
@@ -141,36 +170,47 @@ def run(env: Env, config: Config = Config(), key: jax.Array | None = None,
 
     keys = jax.random.split(k_loop, 2 * config.iterations + 1)
     admit(0, uniform, keys[0])
-    mixtures, br_values, exact_curve = [], [], []
+    mixtures = np.zeros((config.iterations, cap))
+    br_values, exact_curve = [], []
     for t in range(config.iterations):
         count = t + 1
         mixture, _ = solve_meta_game(payoffs(count), config.meta_solver)
-        mixtures.append(mixture)
+        mixtures[t, :count] = mixture
         if exact is not None:
-            exact_curve.append(exact(population, weights(mixture)))
+            exact_curve.append(exact(population, weights(mixture))[0])
         pool = opponent_pool.from_population(population, weights(mixture))
         response, metrics = train(pool, keys[2 * t + 1])
         admit(count, response, keys[2 * t + 2])
         br_values.append(float(payoffs(count + 1)[count, :count] @ mixture))
         if log is not None:
-            row = {"iteration": t, "population": count, "br_value": br_values[-1],
-                   "br_train_win": float(np.nanmean(np.asarray(metrics["win"])[-10:]))}
-            if exact is not None:
-                row["exact_exploitability"] = exact_curve[-1]
-            log(row)
+            log({"step": t, "exploitability": exact_curve[-1] if exact is not None else br_values[-1],
+                 "population": count, "br_value": br_values[-1],
+                 "br_train_win": float(np.nanmean(np.asarray(metrics["win"])[-10:]))})
 
     final, _ = solve_meta_game(payoffs(cap), config.meta_solver)
+    details: dict[str, Any] = {"payoffs": payoffs(cap), "meta_strategies": mixtures,
+                               "br_value": np.asarray(br_values), "member_policy": policy}
     if exact is not None:
-        exact_curve.append(exact(population, weights(final)))
-    return Result(
-        population=population, meta_strategy=final, meta_strategies=mixtures, payoffs=payoffs(cap),
-        br_value=np.asarray(br_values), exact_exploitability=np.asarray(exact_curve) if exact is not None else None,
-        policy=policy,
-    )
+        value, table = exact(population, weights(final))
+        exact_curve.append(value)
+        curve, measure = np.asarray(exact_curve), EXACT
+        details.update(exact_exploitability=curve, table=table)
+    else:
+        # One more response, against the final mixture, scores the returned solution.
+        k_train, k_score = jax.random.split(jax.random.fold_in(k_loop, 2 * config.iterations + 1))
+        response, _ = train(opponent_pool.from_population(population, weights(final)), k_train)
+        first, second = against_population(response, k_score)
+        details["final_br_value"] = float(((first - second) / 2.0) @ final)
+        curve, measure = np.asarray([*br_values, details["final_br_value"]]), APPROXIMATE
+    if log is not None:
+        log({"step": config.iterations, "exploitability": float(curve[-1]), "population": cap})
+    return SolveResult(exploitability=curve, steps=np.arange(config.iterations + 1), measure=measure,
+                       policy={"population": population, "meta_strategy": final}, details=details)
 
 
 def _exact_scorer(env: Env, trainer: selfplay_ppo.SelfPlayPPO):
-    """`score(population, weights) -> exploitability` of the mixture, for games with an exact tree."""
+    """`score(population, weights) -> (exploitability, [I, A] table)` of the mixture, for games
+    with an exact tree; None for other games."""
     game = bare_env(env)
     if not isinstance(game, TreeGameEnv):
         return None
@@ -183,6 +223,10 @@ def _exact_scorer(env: Env, trainer: selfplay_ppo.SelfPlayPPO):
         # Each member as a table [I, A] over information sets, then the mixture as one behaviour policy.
         tables = jax.vmap(lambda p: trainer.action_probs(p, obs, mask)[rows, owner])(population)
         mix = psro.joint(t, psro.mixture_policy(t, tables, w, 0), psro.mixture_policy(t, tables, w, 1))
-        return exploitability(t, mix)
+        return exploitability(t, mix), mix
 
-    return lambda population, w: float(score(population, w))
+    def scored(population, w) -> tuple[float, np.ndarray]:
+        value, mix = score(population, w)
+        return float(value), np.asarray(mix)
+
+    return scored

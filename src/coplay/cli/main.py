@@ -1,4 +1,4 @@
-"""`coplay train | eval | tournament | sweep | list`."""
+"""`coplay train | solve | eval | tournament | sweep | list`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,17 @@ TRAIN_EPILOG = """Overrides are key=value pairs, e.g.
 """
 
 
+SOLVE_EPILOG = """Overrides are key=value pairs, as for coplay train, e.g.
+  coplay solve algo=cfr env=tree:leduc_holdem algo.iterations=1000
+  coplay solve algo=cfr algo.variant=dcfr algo.iterations=500 algo.eval_every=10
+  coplay solve algo=psro env=tree:kuhn_poker algo.meta_solver=replicator algo.iterations=15
+  coplay solve algo=fictitious_play env=matrix env.game=rps algo.iterations=5000
+  coplay solve algo=psro_ppo env=tree:kuhn_poker algo.iterations=6 algo.br_updates=50 seed=1
+"""
+
+
 def _cmd_list(_: argparse.Namespace) -> int:
-    from coplay.algos import ALGOS
+    from coplay.algos import ALGOS, SOLVERS
     from coplay.core.registry import ENVS
 
     print("Environments:")
@@ -25,6 +34,9 @@ def _cmd_list(_: argparse.Namespace) -> int:
     print("Algorithms:")
     for name, a in sorted(ALGOS.items()):
         print(f"  {name:<10} {a.description}")
+    print("Solvers (coplay solve):")
+    for name, s in SOLVERS.items():
+        print(f"  {name:<16} [{s.kind}] {s.description}")
     return 0
 
 
@@ -50,6 +62,17 @@ def _cmd_train(args: argparse.Namespace) -> int:
     print(f"run: {result.run_dir}")
     print(f"final return (IQM over {result.summary['seeds']} seeds, 95% CI): "
           f"{ret['iqm']:.3f} [{ret['ci_low']:.3f}, {ret['ci_high']:.3f}]")
+    return 0
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    from coplay.experiment.solve import solve
+
+    run = solve(args.overrides)
+    s = run.summary
+    print(f"run: {run.run_dir}")
+    print(f"final {run.result.measure_name} after {s['iterations']} iterations: {s['final_exploitability']:.6g} "
+          f"({s['wall_time_s']:.1f} s)")
     return 0
 
 
@@ -84,7 +107,9 @@ SWEEP_EPILOG = """Overrides as for coplay train; a list is a swept axis:
 Examples:
   coplay sweep algo=ippo env=matrix algo.lr=1e-3,3e-4 algo.ent_coef=0,0.01 seeds=5 total_steps=2e5
   coplay sweep algo=ippo env=spread algo.lr=loguniform(1e-4,1e-2) --search random --samples 16 --address auto
+  coplay sweep algo=cfr env=tree:leduc_holdem algo.variant=cfr,cfr+,dcfr algo.iterations=500 seeds=1
 Running the same command again runs only the trials that have not finished.
+With algo= a solver (coplay solve), each trial is a solve and the table ranks final exploitability (lower is better).
 """
 
 
@@ -117,6 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_train.add_argument("-h", "--help", action="store_true", help="list algorithms, environments and config fields")
     p_train.add_argument("overrides", nargs="*", help="key=value config overrides")
     p_train.set_defaults(func=_cmd_train)
+
+    p_solve = sub.add_parser("solve", help="solve a game with CFR, PSRO or fictitious play", add_help=False,
+                             formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SOLVE_EPILOG)
+    p_solve.add_argument("-h", "--help", action="store_true", help="list solvers, their games and config fields")
+    p_solve.add_argument("overrides", nargs="*", help="key=value config overrides")
+    p_solve.set_defaults(func=_cmd_solve)
 
     p_eval = sub.add_parser("eval", help="evaluate a run's final checkpoint")
     p_eval.add_argument("run_dir", help="a run directory written by coplay train")
@@ -163,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_sweep.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="Ray Tune's verbosity (default 1)")
     p_sweep.set_defaults(func=_cmd_sweep)
 
-    p_list = sub.add_parser("list", help="list environments and algorithms")
+    p_list = sub.add_parser("list", help="list environments, algorithms and solvers")
     p_list.set_defaults(func=_cmd_list)
     return parser
 
@@ -177,6 +208,13 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: coplay train [key=value ...]\n")
         print(help_text())
         print("\n" + TRAIN_EPILOG)
+        return 0
+    if args.command == "solve" and args.help:
+        from coplay.experiment.solve import help_text as solve_help
+
+        print("usage: coplay solve [key=value ...]\n")
+        print(solve_help())
+        print("\n" + SOLVE_EPILOG)
         return 0
     try:
         return args.func(args)

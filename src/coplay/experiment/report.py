@@ -1,5 +1,6 @@
 """What a run leaves behind besides checkpoints: metrics.csv, TensorBoard events,
-summary.json, curve.png and marl_eval.json."""
+summary.json, curve.png and marl_eval.json; for a solver's run, curve.csv and
+its curve.png."""
 
 from __future__ import annotations
 
@@ -85,6 +86,11 @@ def _csv_text(columns: list[str], rows: list[dict]) -> str:
     return buf.getvalue()
 
 
+def write_csv(path: Path, columns: list[str], rows: list[dict]) -> None:
+    """A whole CSV file, written atomically."""
+    atomic_write(Path(path), _csv_text(columns, rows).encode())
+
+
 def read_metrics(run_dir: Path) -> list[dict]:
     with (Path(run_dir) / CSV_NAME).open() as f:
         return list(csv.DictReader(f))
@@ -126,6 +132,25 @@ def plot_curve(run_dir: Path, rows: list[dict], key: str, title: str) -> Path | 
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     return save_figure(fig, Path(run_dir) / "curve.png")
+
+
+def plot_series(path: Path, steps: np.ndarray, values: np.ndarray, xlabel: str, ylabel: str, title: str) -> Path:
+    """One curve, `values` [P] against `steps` [P]; on a log scale when every value is
+    positive (exploitability falls by orders of magnitude)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+    ax.plot(steps, values, color="C0", marker="." if len(steps) <= 60 else None)
+    if np.all(np.asarray(values) > 0):
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which="both")
+    return save_figure(fig, Path(path))
 
 
 def draw_band(ax, steps: np.ndarray, values: np.ndarray, color: str, label: str, ci_label: str | None = None) -> None:

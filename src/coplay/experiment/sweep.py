@@ -47,6 +47,14 @@ so no finished result is lost when a later trial fails; running the same sweep
 again (same arguments, same directory) runs only the trials that have not
 finished. The default sweep directory is derived from the arguments for that
 reason: `runs/sweep-<algo>-<env>-<hash of the arguments>`.
+
+When `algo=` names a game solver (`coplay solve`'s `cfr`, `psro`, `psro_ppo`,
+`fictitious_play`), every trial is a solve instead: a `coplay solve` run
+directory with `seed=<k>` (the exact solvers are deterministic, so `seeds=1`
+is enough for them), validated like a solve before Ray starts, started over
+if its worker dies (a solve keeps no checkpoints), and the table reports each
+configuration's final exploitability (IQM over seeds, lower is better) with
+the solvers' curves in sweep.png. A sweep runs trainers or solvers, not both.
 """
 
 from __future__ import annotations
@@ -69,9 +77,11 @@ from typing import Any
 import numpy as np
 import yaml
 
+from coplay.algos import SOLVERS
 from coplay.core.errors import ConfigError, TrainingError
 from coplay.eval.stats import SUMMARY_REPS, iqm_ci
 from coplay.experiment import checkpoint
+from coplay.experiment import solve as solving
 from coplay.experiment.checkpoint import atomic_write
 from coplay.experiment.config import parse_overrides, result_dict
 from coplay.experiment.report import curve, draw_band, read_metrics, save_figure
@@ -82,6 +92,28 @@ DEFAULT_SEEDS = 3
 # Run fields the sweep sets itself for every trial.
 RESERVED = ("out_dir", "name", "resume")
 _DIST = re.compile(r"^\s*(\w+)\s*\(\s*([^,()]+)\s*,\s*([^,()]+)\s*\)\s*$")
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What a sweep's table ranks configurations by: `metric` of each trial's summary,
+    better when higher or lower, and the curve each trial's run directory holds
+    (`curve_file`'s `curve_key` column against `x_label`)."""
+
+    metric: str
+    label: str
+    higher_is_better: bool
+    curve_file: str
+    curve_key: str
+    x_label: str
+    fmt: str   # how the table writes a figure
+
+
+TRAINING = Objective("return", "final return", True, "metrics.csv", "eval/return", "environment steps (per seed)",
+                     ".3f")
+# Exploitability spans orders of magnitude: significant digits, not decimals.
+SOLVING = Objective("exploitability", "final exploitability", False, "curve.csv", "exploitability", "iteration",
+                    ".4g")
 
 
 # --- the grammar --------------------------------------------------------------------------------------------------
@@ -247,19 +279,21 @@ class Configuration:
 @dataclass(frozen=True)
 class Trial:
     """One Tune trial: a coplay run of configuration `config` with `seeds` (the
-    run's `seed` and `seeds` fields follow from them) in `run_dir`."""
+    run's `seed` and `seeds` fields follow from them) in `run_dir`; `kind` is
+    "train" (a `coplay train` run) or "solve" (a `coplay solve` run, one seed)."""
 
     id: str
     config: str
     seeds: tuple[int, ...]
     run_dir: Path
-    overrides: tuple[str, ...]  # everything `coplay train` needs, for this trial
+    overrides: tuple[str, ...]  # everything `coplay train` (or `coplay solve`) needs, for this trial
+    kind: str = "train"
 
     def payload(self) -> dict:
         # The JAX compilation cache is shared by the sweep's trials: every seed of a
         # configuration compiles the same programs, so all but the first read them back.
         return {"trial_id": self.id, "run_dir": str(self.run_dir), "overrides": list(self.overrides),
-                "jax_cache_dir": str(self.run_dir.parent.parent / "jax_cache")}
+                "jax_cache_dir": str(self.run_dir.parent.parent / "jax_cache"), "kind": self.kind}
 
 
 @dataclass
@@ -273,6 +307,11 @@ class SweepPlan:
     configurations: list[Configuration]
     trials: list[Trial]
     axes: tuple[str, ...]
+    kind: str = "train"   # "train": trainers' runs; "solve": game solvers' runs
+
+    @property
+    def objective(self) -> Objective:
+        return SOLVING if self.kind == "solve" else TRAINING
 
     def trials_of(self, config_id: str) -> list[Trial]:
         return [t for t in self.trials if t.config == config_id]
@@ -283,20 +322,29 @@ def plan_sweep(args: list[str], *, search: str = "grid", samples: int = 8, searc
     """Parse, expand and validate a sweep; nothing is run and nothing is written.
 
     Every configuration goes through `parse_overrides` and the runner's `plan`
-    (environment and trainer built, nothing compiled), so any bad value in any
-    configuration is refused here, with the standard message."""
+    (environment and trainer built, nothing compiled), or for a solver through
+    `coplay solve`'s own checks (game built, nothing solved), so any bad value
+    in any configuration is refused here, with the standard message."""
     from coplay.experiment.runner import plan
 
     sweep_args = parse_sweep(args)
     values_list = expand(sweep_args, search, samples, search_seed)
+    kind = _kind(sweep_args, values_list)
+    if kind == "solve" and vmap_seeds:
+        raise ConfigError("--vmap-seeds trains a configuration's seeds in one compiled run; a solver runs one "
+                          "seed per trial, so leave it out")
     seeds = tuple(range(sweep_args.seed, sweep_args.seed + sweep_args.seeds))
     configurations: list[Configuration] = []
     experiments = []
     for values in values_list:
         overrides = (*sweep_args.fixed, *(f"{k}={v}" for k, v in values.items()))
         try:
-            exp = parse_overrides([*overrides, f"seeds={len(seeds) if vmap_seeds else 1}", f"seed={seeds[0]}"])
-            plan(exp).env.close()  # validation has no use for host copies or worker processes
+            if kind == "solve":
+                exp = solving.parse_overrides([*overrides, f"seed={seeds[0]}"])
+                solving.prepare(exp).close()
+            else:
+                exp = parse_overrides([*overrides, f"seeds={len(seeds) if vmap_seeds else 1}", f"seed={seeds[0]}"])
+                plan(exp).env.close()  # validation has no use for host copies or worker processes
         except ConfigError as e:
             if not values:
                 raise
@@ -324,11 +372,29 @@ def plan_sweep(args: list[str], *, search: str = "grid", samples: int = 8, searc
         for group in groups:
             suffix = f"seed{group[0]}" if len(group) == 1 and not vmap_seeds else f"seeds{group[0]}-{group[-1]}"
             trial_id = f"{c.id}-{suffix}"
-            overrides = (*c.overrides, f"seeds={len(group)}", f"seed={group[0]}", f"out_dir={trials_dir}",
-                         f"name={trial_id}", "progress=false")
-            trials.append(Trial(trial_id, c.id, group, trials_dir / trial_id, overrides))
+            count = () if kind == "solve" else (f"seeds={len(group)}",)
+            overrides = (*c.overrides, *count, f"seed={group[0]}", f"out_dir={trials_dir}", f"name={trial_id}",
+                         "progress=false")
+            trials.append(Trial(trial_id, c.id, group, trials_dir / trial_id, overrides, kind))
     return SweepPlan(sweep_dir, list(args), search, seeds, configurations, trials,
-                     tuple(a.key for a in sweep_args.axes))
+                     tuple(a.key for a in sweep_args.axes), kind)
+
+
+def _kind(sweep_args: SweepArgs, values_list: list[dict[str, str]]) -> str:
+    """"solve" when every configuration's `algo` names a game solver, "train" when none
+    does (no `algo` at all: the trainers' default); a mixture is refused."""
+    pairs = [o.split("=", 1) for o in sweep_args.fixed]
+    fixed = [v.strip() for k, v in pairs if k.strip() in ("algo", "algo.name")]
+    names = set()
+    for values in values_list:
+        swept = [v for k, v in values.items() if k in ("algo", "algo.name")]
+        names.update(swept or fixed or [""])
+    solvers = sorted(n for n in names if n in SOLVERS)
+    if solvers and len(solvers) < len(names):
+        others = sorted(n or "the default trainer" for n in names if n not in SOLVERS)
+        raise ConfigError(f"a sweep runs trainers or solvers, not both: {', '.join(solvers)} "
+                          f"(coplay solve) and {', '.join(others)} (coplay train); sweep them apart")
+    return "solve" if solvers else "train"
 
 
 def _label(values: dict[str, str]) -> str:
@@ -346,7 +412,7 @@ def _safe(name: str) -> str:
 def _config_hash(exp: Any) -> str:
     """A hash of the resolved config's fields that change results, seeds apart, so
     `lr=1e-3` and `lr=0.001` are the same configuration and any change is a new one."""
-    d = result_dict(exp)
+    d = solving.result_dict(exp) if isinstance(exp, solving.SolveExperiment) else result_dict(exp)
     for k in ("seed", "seeds"):
         d.pop(k, None)
     return _digest(d)
@@ -367,10 +433,13 @@ def run_trial(payload: dict) -> dict:
     from the last one. If it holds neither (an attempt died before its first
     checkpoint), it starts over. Every attempt is logged to
     `<sweep dir>/attempts/<trial id>.jsonl`. Returns the final return's IQM and
-    the whole summary (as JSON text) for Tune to record."""
+    the whole summary (as JSON text) for Tune to record. A solver's trial (`kind`
+    "solve") keeps no checkpoints: an unfinished one starts over."""
     from coplay.experiment.runner import train
 
     _use_compilation_cache(payload.get("jax_cache_dir"))
+    if payload.get("kind") == "solve":
+        return _run_solve_trial(payload)
     run_dir = Path(payload["run_dir"])
     summary_path = run_dir / "summary.json"
     resumed_at = None
@@ -388,6 +457,18 @@ def run_trial(payload: dict) -> dict:
             raise TrainingError(f"trial {payload['trial_id']} was interrupted; its checkpoint is in {run_dir}")
     summary = json.loads(summary_path.read_text())
     return {"final_return": float(summary["final"]["return"]["iqm"]), "summary_json": json.dumps(summary)}
+
+
+def _run_solve_trial(payload: dict) -> dict:
+    run_dir = Path(payload["run_dir"])
+    summary_path = run_dir / "summary.json"
+    if not summary_path.exists():
+        if run_dir.exists():
+            shutil.rmtree(run_dir)  # an attempt that died mid-solve left nothing to continue from
+        _log_attempt(run_dir, payload["trial_id"], None)
+        solving.solve(list(payload["overrides"]))
+    summary = json.loads(summary_path.read_text())
+    return {"final_exploitability": float(summary["final_exploitability"]), "summary_json": json.dumps(summary)}
 
 
 def _use_compilation_cache(directory: str | None) -> None:
@@ -494,7 +575,10 @@ def gather(p: SweepPlan) -> list[dict]:
 
     Row: {"config", "values", "seeds": finished seeds, "seeds_expected",
           "return": {"iqm", "ci_low", "ci_high", "n", "per_seed"}, "final": {metric: same},
-          "trials": [{"id", "run_dir", "finished", "attempts"}], "missing": [trial id]}"""
+          "trials": [{"id", "run_dir", "finished", "attempts"}], "missing": [trial id]}
+    A solvers' sweep has "exploitability" (each trial's final exploitability) where a
+    training sweep has "return"."""
+    headline = p.objective.metric
     rows, columns = [], []  # columns: (row, metric, per-seed values [runs])
     for c in p.configurations:
         per_metric: dict[str, list[float]] = {}
@@ -503,12 +587,16 @@ def gather(p: SweepPlan) -> list[dict]:
             path = t.run_dir / "summary.json"
             finished = path.exists()
             if finished:
-                for metric, est in json.loads(path.read_text())["final"].items():
-                    per_metric.setdefault(metric, []).extend(est["per_seed"])
+                summary = json.loads(path.read_text())
+                if p.kind == "solve":
+                    per_metric.setdefault(headline, []).append(float(summary["final_exploitability"]))
+                else:
+                    for metric, est in summary["final"].items():
+                        per_metric.setdefault(metric, []).extend(est["per_seed"])
             trials.append({"id": t.id, "run_dir": str(t.run_dir), "finished": finished,
                            "attempts": read_attempts(t.run_dir, t.id)})
-        row = {"config": c.id, "values": c.values, "seeds": len(per_metric.get("return", [])),
-               "seeds_expected": sum(len(t.seeds) for t in p.trials_of(c.id)), "return": None, "final": {},
+        row = {"config": c.id, "values": c.values, "seeds": len(per_metric.get(headline, [])),
+               "seeds_expected": sum(len(t.seeds) for t in p.trials_of(c.id)), headline: None, "final": {},
                "trials": trials, "missing": [t["id"] for t in trials if not t["finished"]]}
         rows.append(row)
         columns += [(row, m, v) for m, v in per_metric.items()]
@@ -521,7 +609,7 @@ def gather(p: SweepPlan) -> list[dict]:
         for (row, metric, values), est in zip(group, estimates):
             row["final"][metric] = {**est.as_dict(), "per_seed": values}
     for row in rows:
-        row["return"] = row["final"].get("return")
+        row[headline] = row["final"].get(headline)
     return rows
 
 
@@ -536,20 +624,22 @@ def write_report(p: SweepPlan, table: list[dict]) -> str:
     return text
 
 
-def _cells(row: dict) -> tuple[str, str]:
-    r = row["return"]
-    if r is None:
+def _cells(est: dict | None, fmt: str) -> tuple[str, str]:
+    if est is None:
         return "-", "-"
-    return f"{r['iqm']:.3f}", f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+    return f"{est['iqm']:{fmt}}", f"[{est['ci_low']:{fmt}}, {est['ci_high']:{fmt}}]"
 
 
 def _markdown(p: SweepPlan, table: list[dict]) -> str:
-    """Best configuration first (by IQM of the final return); unfinished ones last."""
-    order = sorted(table, key=lambda r: -r["return"]["iqm"] if r["return"] else math.inf)
-    head = ["config", *p.axes, "seeds", "return IQM", "95% CI"]
+    """Best configuration first (by IQM of the final return, highest first; of the
+    final exploitability, lowest first); unfinished ones last."""
+    o = p.objective
+    sign = -1.0 if o.higher_is_better else 1.0
+    order = sorted(table, key=lambda r: sign * r[o.metric]["iqm"] if r[o.metric] else math.inf)
+    head = ["config", *p.axes, "seeds", f"{o.metric} IQM", "95% CI"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in order:
-        iqm, ci = _cells(r)
+        iqm, ci = _cells(r[o.metric], o.fmt)
         cells = [r["config"], *(r["values"][a] for a in p.axes), f"{r['seeds']}/{r['seeds_expected']}", iqm, ci]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -558,60 +648,77 @@ def _markdown(p: SweepPlan, table: list[dict]) -> str:
 def _csv(p: SweepPlan, table: list[dict]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["config", *p.axes, "seeds", "seeds_expected", "return_iqm", "return_ci_low", "return_ci_high"])
+    m = p.objective.metric
+    w.writerow(["config", *p.axes, "seeds", "seeds_expected", f"{m}_iqm", f"{m}_ci_low", f"{m}_ci_high"])
     for r in table:
-        ret = r["return"] or {}
+        ret = r[m] or {}
         w.writerow([r["config"], *(r["values"][a] for a in p.axes), r["seeds"], r["seeds_expected"],
                     *(ret.get(k, "") for k in ("iqm", "ci_low", "ci_high"))])
     return buf.getvalue()
 
 
-def plot_sweep(p: SweepPlan, table: list[dict], path: Path, key: str = "eval/return") -> Path | None:
-    """Left: final return per configuration, IQM with 95% CI bars. Right: learning
-    curves (`key` from each trial's metrics.csv), IQM with a CI band per configuration."""
+def plot_sweep(p: SweepPlan, table: list[dict], path: Path, key: str | None = None) -> Path | None:
+    """Left: final return (or exploitability) per configuration, IQM with 95% CI bars.
+    Right: learning curves (`key`, by default the objective's, from each trial's
+    metrics.csv, or a solver's curve.csv), IQM with a CI band per configuration."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    done = [r for r in table if r["return"] is not None]
+    o = p.objective
+    key = key or o.curve_key
+    done = [r for r in table if r[o.metric] is not None]
     if not done:
         return None
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, max(4.0, 0.4 * len(done) + 2)), dpi=100)
     labels = [", ".join(f"{k}={v}" for k, v in r["values"].items()) or r["config"] for r in done]
     ys = np.arange(len(done))[::-1]
-    mid = np.array([r["return"]["iqm"] for r in done])
-    lo = np.array([r["return"]["ci_low"] for r in done])
-    hi = np.array([r["return"]["ci_high"] for r in done])
+    mid = np.array([r[o.metric]["iqm"] for r in done])
+    lo = np.array([r[o.metric]["ci_low"] for r in done])
+    hi = np.array([r[o.metric]["ci_high"] for r in done])
     colors = [f"C{i % 10}" for i in range(len(done))]
     for y, m, a, b, color in zip(ys, mid, lo, hi, colors):
         left.errorbar([m], [y], xerr=[[m - a], [b - m]], fmt="o", color=color, capsize=4)
     left.set_yticks(ys, labels)
     left.set_ylim(-0.7, len(done) - 0.3)
-    left.set_xlabel("final return: IQM over seeds, 95% bootstrap CI")
+    if not o.higher_is_better and np.all(lo > 0):
+        left.set_xscale("log")
+    left.set_xlabel(f"{o.label}: IQM over seeds, 95% bootstrap CI")
     left.grid(alpha=0.3, axis="x")
+    positive = True
     for r, label, color in zip(done, labels, colors):
         steps, values = curve(_pooled_rows(p, r), key)
         if steps.size:
             draw_band(right, steps, values, color, f"{label} ({values.shape[0]} seeds)")
-    right.set_xlabel("environment steps (per seed)")
+            positive = positive and bool(np.all(values > 0))
+    right.set_xlabel(o.x_label)
     right.set_ylabel(key)
     right.grid(alpha=0.3)
+    if not o.higher_is_better and right.lines and positive:
+        right.set_yscale("log")  # exploitability falls by orders of magnitude
     if right.lines:
-        right.legend(loc="lower right", fontsize="small")
+        right.legend(loc="lower right" if o.higher_is_better else "upper right", fontsize="small")
     fig.suptitle(f"sweep {p.sweep_dir.name}")
     return save_figure(fig, path)
 
 
 def _pooled_rows(p: SweepPlan, row: dict) -> list[dict]:
     """metrics.csv rows of a configuration's finished trials, with seeds renumbered
-    so that the trials' seeds are distinct runs of one curve."""
+    so that the trials' seeds are distinct runs of one curve. A solver's curve.csv
+    rows come in the same shape (its points as chunks, its iterations as steps)."""
     rows, offset = [], 0
+    curve_file = p.objective.curve_file
     for t in p.trials_of(row["config"]):
         # A trial that finished on a node this machine cannot see has its summary here, not its metrics.
-        if not (t.run_dir / "summary.json").exists() or not (t.run_dir / "metrics.csv").exists():
+        if not (t.run_dir / "summary.json").exists() or not (t.run_dir / curve_file).exists():
             continue
-        for r in read_metrics(t.run_dir):
-            rows.append({**r, "seed": str(offset + int(r["seed"]))})
+        if p.kind == "solve":
+            with (t.run_dir / curve_file).open() as f:
+                rows += [{"chunk": str(i), "env_steps": r["step"], "seed": str(offset), **r}
+                         for i, r in enumerate(csv.DictReader(f))]
+        else:
+            for r in read_metrics(t.run_dir):
+                rows.append({**r, "seed": str(offset + int(r["seed"]))})
         offset += len(t.seeds)
     return rows

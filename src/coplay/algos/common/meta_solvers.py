@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linprog
 
-from coplay.core.errors import ConfigError
+from coplay.core.errors import ConfigError, SolverError
 
 META_SOLVERS = ("nash", "replicator", "uniform")
 
@@ -36,7 +36,7 @@ def _maximin(payoffs: np.ndarray) -> tuple[np.ndarray, float]:
     bounds = [(0, None)] * rows + [(None, None)]
     res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(cols), A_eq=a_eq, b_eq=[1.0], bounds=bounds, method="highs")
     if not res.success:
-        raise RuntimeError(f"the Nash linear program failed: {res.message}")
+        raise SolverError(f"the Nash linear program failed: {res.message}")
     x = np.clip(res.x[:rows], 0.0, None)
     return x / x.sum(), float(res.x[-1])
 
