@@ -98,3 +98,8 @@ def test_help_lists_every_algorithm_with_its_kind():
     for name, entry in ALGOS.items():
         assert f"{name}" in text and f"[{entry.kind}]" in text
     assert np.all([f"algo={n} fields:" in text for n in ALGOS.names()])
+
+
+def test_a_solver_named_as_a_trainer_points_to_coplay_solve():
+    with pytest.raises(UnknownNameError, match="'cfr' is a game solver, not a trainer: run it with `coplay solve"):
+        parse_overrides(["algo=cfr"])
