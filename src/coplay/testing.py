@@ -76,7 +76,8 @@ def random_rollout(env: Env, steps: int):
 
 def _assert_trees_close(a, b, what: str) -> None:
     la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
-    assert jax.tree.structure(a) == jax.tree.structure(b), f"{what}: structures differ"
+    assert jax.tree.structure(a) == jax.tree.structure(b), (  # type: ignore[operator]  # PyTreeDef: no jaxlib stub
+        f"{what}: structures differ")
     for x, y in zip(la, lb):
         np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=1e-5, atol=1e-5,
                                    err_msg=what)
@@ -100,9 +101,11 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None) -> None:
         k_act, k_step = jax.random.split(k)
         state, ts = step_j(state, act_j(ts, k_act), k_step)
         check_timestep(env, ts, f"step {i}")
-        assert jax.tree.structure(ts.info) == info_struct, f"step {i}: info keys change between steps"
+        assert jax.tree.structure(ts.info) == info_struct, (  # type: ignore[operator]  # PyTreeDef: no jaxlib stub
+            f"step {i}: info keys change between steps")
         assert [x.shape for x in jax.tree.leaves(ts.info)] == info_shapes, f"step {i}: info shapes change"
-        assert jax.tree.structure(state) == state_struct, f"step {i}: state structure changes"
+        assert jax.tree.structure(state) == state_struct, (  # type: ignore[operator]  # PyTreeDef: no jaxlib stub
+            f"step {i}: state structure changes")
         if bool(ts.done):
             break
 

@@ -114,8 +114,9 @@ class Registry:
     def parameters(self, name: str) -> dict[str, Any]:
         """The entry's parameters and their defaults: its config's fields where it has
         a config class, else the constructor's keyword parameters."""
-        if name in self._entries and self._entries[name].config is not None:
-            return {f.name: f.default for f in dataclasses.fields(self._entries[name].config)}
+        entry = self._entries.get(name)
+        if entry is not None and entry.config is not None:
+            return {f.name: f.default for f in dataclasses.fields(entry.config)}
         if SEPARATOR in name and name not in self._entries:
             prefix, rest = name.split(SEPARATOR, 1)
             p = self._prefixes.get(prefix)

@@ -4,6 +4,7 @@ the arrays that cross the contract add a leading agent axis `[N, ...]`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -11,8 +12,13 @@ import numpy as np
 
 
 class Space:
-    shape: tuple[int, ...]
-    dtype: np.dtype
+    if TYPE_CHECKING:
+        # Read-only: fields of Box, computed by Discrete and MultiDiscrete.
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+
+        @property
+        def dtype(self) -> np.dtype: ...
 
     def sample(self, key: jax.Array) -> jax.Array:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -60,7 +60,7 @@ def best_response_value(env: Env, target: Any, config: selfplay_ppo.Config, upda
     for seat, k in enumerate(jax.random.split(k_eval, n)):
         # The target's mixture: each game meets member i with probability weights[i].
         counts = np.random.default_rng(seat).multinomial(episodes, probs)
-        seat_returns = []
+        member_returns = []
         for member, count in enumerate(counts):
             if count == 0:
                 continue
@@ -68,8 +68,8 @@ def best_response_value(env: Env, target: Any, config: selfplay_ppo.Config, upda
             policies = [greedy if i == seat else mixed for i in range(n)]
             play = jax.jit(make_match(env, policies, int(count)))
             out = play([response if i == seat else params for i in range(n)], jax.random.fold_in(k, member))
-            seat_returns.append(np.asarray(outcomes(out["return"], seat)["return"]))
-        seat_returns = np.concatenate(seat_returns)
+            member_returns.append(np.asarray(outcomes(out["return"], seat)["return"]))
+        seat_returns = np.concatenate(member_returns)
         per_seat.append(float(seat_returns.mean()))
         returns.append(seat_returns)
     flat = np.concatenate(returns)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -99,14 +99,14 @@ class Results:
     def from_games(cls, games: Sequence[GameLike], players: Sequence[str] | None = None) -> Results:
         """Count a list of games. `players` fixes the order (and may name players
         without games); by default players appear in order of first appearance."""
-        games = [_check_game(g, k) for k, g in enumerate(_game_list(games))]
-        if not games:
+        checked = [_check_game(g, k) for k, g in enumerate(_game_list(games))]
+        if not checked:
             raise ConfigError("results are empty: no games were given")
         if players is None:
-            players = list(dict.fromkeys(p for g in games for p in (g.a, g.b)))
+            players = list(dict.fromkeys(p for g in checked for p in (g.a, g.b)))
         index = _indexer(players)
         counts = np.zeros((len(players), len(players), 3), np.int64)
-        for g in games:
+        for g in checked:
             # score 1 -> column 0 (win), 0.5 -> 1 (draw), 0 -> 2 (loss)
             counts[index(g.a), index(g.b), int(round(2 * (1.0 - g.score)))] += 1
         return cls(tuple(players), counts)
@@ -119,10 +119,10 @@ class Results:
             players = list(dict.fromkeys(p for ab in pairs for p in ab))
         index = _indexer(players)
         counts = np.zeros((len(players), len(players), 3))
-        for (a, b), wdl in pairs.items():
+        for (a, b), pair_wdl in pairs.items():
             if a == b:
                 raise ConfigError(f"a player cannot play itself: pair ({a!r}, {b!r})")
-            wdl = np.asarray(wdl)
+            wdl = np.asarray(pair_wdl)
             if wdl.shape != (3,):
                 raise ConfigError(f"pair ({a!r}, {b!r}) needs (wins, draws, losses), got {wdl.tolist()}")
             counts[index(a), index(b)] += wdl
@@ -184,7 +184,7 @@ def _check_game(game: object, k: int) -> Game:
     return Game(a, b, float(score))
 
 
-def _indexer(players: Sequence[str]):
+def _indexer(players: Sequence[str]) -> Callable[[str], int]:
     """name -> position in `players`, failing with the valid names on an unknown one."""
     players = list(players)
     for p in players:
@@ -542,19 +542,21 @@ def format_table(rows: Sequence[RatingRow] | Sequence[PairStats]) -> str:
     `win_draw_loss_table` rows."""
     if not rows:
         raise ConfigError("format_table got no rows")
-    if all(isinstance(r, RatingRow) for r in rows):
+    rating_rows = [r for r in rows if isinstance(r, RatingRow)]
+    pair_rows = [r for r in rows if isinstance(r, PairStats)]
+    if len(rating_rows) == len(rows):
         header = ["rank", "player", "Elo", "Elo 95% CI", "mu", "sigma", "ordinal", "games", "score", "score 95% CI"]
         right = [True, False, True, True, True, True, True, True, True, True]
         cells = [[str(k + 1), r.player, f"{r.elo:.0f}",
                   "-" if r.elo_low is None else f"[{r.elo_low:.0f}, {r.elo_high:.0f}]",
                   f"{r.mu:.2f}", f"{r.sigma:.2f}", f"{r.ordinal:.2f}", str(r.games),
                   f"{r.score.value:.3f}", f"[{r.score.low:.3f}, {r.score.high:.3f}]"]
-                 for k, r in enumerate(rows)]
-    elif all(isinstance(r, PairStats) for r in rows):
+                 for k, r in enumerate(rating_rows)]
+    elif len(pair_rows) == len(rows):
         header = ["player", "opponent", "games", "win", "draw", "loss", "score"]
         right = [False, False, True, True, True, True, True]
         cells = [[r.player, r.opponent, str(r.games), str(r.wins), str(r.draws), str(r.losses), str(r.score)]
-                 for r in rows]
+                 for r in pair_rows]
     else:
         kinds = sorted({type(r).__name__ for r in rows})
         raise ConfigError(f"format_table takes RatingRow or PairStats rows (one kind), got {kinds}")

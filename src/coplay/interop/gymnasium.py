@@ -175,10 +175,12 @@ def to_gymnasium(env: Env, render_mode: str | None = None):
 
 @functools.cache
 def _gym_class():
-    gym = _gym()
+    _gym()  # raises the install hint where gymnasium is missing
+    from gymnasium import Env as GymEnv
+
     from coplay.interop.pettingzoo import RENDER_MODES, _Game
 
-    class CoplayGymEnv(gym.Env):
+    class CoplayGymEnv(GymEnv):
         """A one-agent coplay environment under Gymnasium's API (see `coplay.interop.gymnasium`)."""
 
         metadata = {"render_modes": list(RENDER_MODES)}

@@ -152,12 +152,20 @@ class LocalStore:
         self.copies.clear()
 
 
-class _ShardedStore:
+class _ShardedStore(abc.ABC):
     """Copies spread over `workers` workers, copy `slot` on worker `slot % workers`;
     each batched call sends every worker its commands at once, then gathers."""
 
     def __init__(self, workers: int):
         self.workers = workers
+
+    @abc.abstractmethod
+    def _send(self, w: int, commands: list[Command]) -> None:
+        """Start worker `w` on `commands`, without waiting."""
+
+    @abc.abstractmethod
+    def _receive(self, w: int) -> list[HostStep]:
+        """Worker `w`'s steps for the commands last sent to it, in order."""
 
     def run(self, commands: list[Command]) -> list[HostStep]:
         groups: list[list[int]] = [[] for _ in range(self.workers)]

@@ -66,7 +66,7 @@ class AgentLayout:
             self.discrete = True
             self.nvec = [int(sp.n) for sp in act_spaces]
             self.starts = [int(sp.start) for sp in act_spaces]
-            self.action_space = cs.Discrete(max(self.nvec))
+            self.action_space: cs.Discrete | cs.Box = cs.Discrete(max(self.nvec))
         elif all(isinstance(sp, gym.spaces.Box) for sp in act_spaces):
             shapes = {sp.shape for sp in act_spaces}
             if len(shapes) != 1 or len(next(iter(shapes))) != 1:
@@ -162,7 +162,7 @@ def probe_episode(copy_: HostCopy, layout: AgentLayout, max_steps: int, seed: in
     shape = np.shape(ts.global_state)
     sp = layout.action_space
     for _ in range(max_steps):
-        if layout.discrete:
+        if isinstance(sp, cs.Discrete):
             actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in ts.action_mask])
         else:
             actions = rng.uniform(max(sp.low, -1.0), min(sp.high, 1.0), (len(layout.agents), *sp.shape))

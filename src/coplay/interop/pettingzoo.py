@@ -40,6 +40,7 @@ import numpy as np
 from coplay.core import spaces as cs
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
+from coplay.core.types import TimeStep
 from coplay.interop import require
 
 APIS = ("auto", "parallel", "aec")
@@ -93,9 +94,9 @@ class _Game:
         self.masked_obs = self.spec.turn_based and self.spec.discrete_actions
         self._reset = jax.jit(env.reset)
         self._step = jax.jit(env.step)
-        self._key = None
+        self._key: jax.Array | None = None
         self.state = None
-        self.ts = None
+        self._ts: TimeStep | None = None
         obs_space = _gym_space(self.spec.obs_space)
         if self.masked_obs:
             mask = gym.spaces.Box(0, 1, (self.spec.num_actions,), np.int8)
@@ -105,6 +106,18 @@ class _Game:
                            for i, name in enumerate(self.names)}
         self.act_spaces = {name: _gym_space(self.spec.action_space) for name in self.names}
         self.obs_dtype = np.dtype(self.spec.obs_space.dtype)
+
+    @property
+    def started(self) -> bool:
+        """Whether `reset` has run."""
+        return self._ts is not None
+
+    @property
+    def ts(self) -> TimeStep:
+        """The last TimeStep, on the host."""
+        if self._ts is None:
+            raise ConfigError(f"{self.spec.name}: no episode yet; call reset() first")
+        return self._ts
 
     # ----- keys and dynamics ----------------------------------------------------------------------
     def next_key(self) -> jax.Array:
@@ -116,12 +129,12 @@ class _Game:
     def reset(self, seed: int | None) -> None:
         if seed is not None:
             self._key = jax.random.PRNGKey(int(seed))
-        self.state, self.ts = self._reset(self.next_key())
-        self.ts = jax.device_get(self.ts)
+        self.state, ts = self._reset(self.next_key())
+        self._ts = jax.device_get(ts)
 
     def step(self, actions: np.ndarray) -> None:
         self.state, ts = self._step(self.state, actions, self.next_key())
-        self.ts = jax.device_get(ts)
+        self._ts = jax.device_get(ts)
 
     def filler(self) -> np.ndarray:
         """Actions for agents that do not act: a legal one where there are masks, zeros otherwise."""
@@ -150,12 +163,12 @@ class _Game:
         return float(r) if r.ndim == 0 else r
 
     def info(self, i: int) -> dict:
-        out = {}
+        out: dict[str, np.ndarray] = {}
         if self.spec.discrete_actions:
             out["action_mask"] = np.asarray(self.ts.action_mask[i], np.int8)
         n = self.spec.num_agents
-        for k, v in self.ts.info.items():
-            v = np.asarray(v)
+        for k, value in self.ts.info.items():
+            v = np.asarray(value)
             out[k] = v[i] if v.ndim >= 1 and v.shape[0] == n else v
         return out
 
@@ -225,7 +238,7 @@ def _classes():
 
         def step(self, actions: dict):
             g = self.game
-            if g.ts is None or not self.agents:
+            if not g.started or not self.agents:
                 raise ConfigError(f"{g.spec.name}: step() before reset(), or after the episode ended; "
                                   "call reset() first")
             store = g.filler()
@@ -285,8 +298,9 @@ def _classes():
             g = self.game
             g.reset(seed)
             self.agents = list(g.names)
-            self.rewards = dict.fromkeys(self.agents, 0.0) if g.spec.reward_dim == 1 else \
-                {a: np.zeros(g.spec.reward_dim, np.float32) for a in self.agents}
+            self.rewards: dict[str, float | np.ndarray] = (
+                dict.fromkeys(self.agents, 0.0) if g.spec.reward_dim == 1
+                else {a: np.zeros(g.spec.reward_dim, np.float32) for a in self.agents})
             self._cumulative_rewards = {a: r * 0 if isinstance(r, np.ndarray) else 0.0
                                         for a, r in self.rewards.items()}
             self.terminations = dict.fromkeys(self.agents, False)

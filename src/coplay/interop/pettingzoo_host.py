@@ -64,7 +64,7 @@ def _vanished(name: str, before: list[str], after: list[str], term: dict, trunc:
 
 
 class _ParallelCopy(HostCopy):
-    def __init__(self, env: Any, layout: AgentLayout, state_fn: Callable | None):
+    def __init__(self, env: Any, layout: AgentLayout, state_fn: Callable[[Any, np.ndarray], np.ndarray]):
         self.env, self.layout, self.state_fn = env, layout, state_fn
         self.t = 0
 
@@ -97,7 +97,7 @@ class _ParallelCopy(HostCopy):
 
 
 class _AECCopy(HostCopy):
-    def __init__(self, env: Any, layout: AgentLayout, state_fn: Callable | None):
+    def __init__(self, env: Any, layout: AgentLayout, state_fn: Callable[[Any, np.ndarray], np.ndarray]):
         self.env, self.layout, self.state_fn = env, layout, state_fn
         self.t = 0
 

@@ -29,7 +29,8 @@ class AgentID(Wrapper):
         self._eye = jnp.eye(n, dtype=jnp.float32)
 
     def _add(self, ts: TimeStep) -> TimeStep:
-        return ts.replace(obs=jnp.concatenate([ts.obs, self._eye.astype(ts.obs.dtype)], axis=-1))
+        return ts.replace(  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
+            obs=jnp.concatenate([ts.obs, self._eye.astype(ts.obs.dtype)], axis=-1))
 
     def _reset(self, key: jax.Array) -> tuple[State, TimeStep]:
         state, ts = self.env.reset(key)

@@ -32,7 +32,7 @@ class AutoReset(Wrapper):
         state, ts = self.env.step(state, actions, key_step)
         reset_state, reset_ts = self.env.reset(key_reset)
         state = _select(ts.done, reset_state, state)
-        ts = ts.replace(
+        ts = ts.replace(  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
             obs=jnp.where(ts.done, reset_ts.obs, ts.obs),
             active=jnp.where(ts.done, reset_ts.active, ts.active),
             action_mask=jnp.where(ts.done, reset_ts.action_mask, ts.action_mask),

@@ -72,4 +72,4 @@ class EpisodeStats(Wrapper):
         info["episode/length"] = state.episode_length * done
         for k, v in state.info_sums.items():
             info[f"episode/{k}"] = v * done
-        return ts.replace(info=info)
+        return ts.replace(info=info)  # type: ignore[attr-defined]  # flax struct.dataclass adds replace

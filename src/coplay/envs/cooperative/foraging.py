@@ -47,8 +47,7 @@ _MOVES = jnp.array([[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1], [0, 0]], jnp.int32
 _NEIGHBOURS = jnp.array([[-1, 0], [1, 0], [0, -1], [0, 1]], jnp.int32)
 
 
-@struct.dataclass
-class ForagingState:
+class ForagingState(struct.PyTreeNode):
     agent_pos: jax.Array     # [N, 2] int32 (row, col)
     agent_level: jax.Array   # [N] int32
     food_pos: jax.Array      # [F, 2] int32

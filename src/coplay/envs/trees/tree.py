@@ -135,7 +135,8 @@ def build_tree(rules: Rules) -> GameTree:
 
     # Iterative depth-first walk; each stack entry carries its path so far and
     # how many decisions each player has made (the depth of their infosets).
-    stack = [(rules.initial(), [], (0, 0))]
+    stack: list[tuple[Hashable, list[tuple[int, int, int, float]], tuple[int, int]]] = [
+        (rules.initial(), [], (0, 0))]
     while stack:
         h, path, made = stack.pop()
         if rules.is_terminal(h):

@@ -42,7 +42,7 @@ class TreeArrays:
         edge = np.where(tree.path_infoset >= 0,
                         tree.path_infoset * tree.num_actions + tree.path_action, 0).T
         flat_owner, flat_edge = owner.ravel(), edge.ravel()
-        own_edges = tuple(np.flatnonzero(flat_owner == p).astype(np.int32) for p in (0, 1))
+        edges_0, edges_1 = (np.flatnonzero(flat_owner == p).astype(np.int32) for p in (0, 1))
         infoset_flat = tree.path_infoset.T.ravel()
         decided = np.flatnonzero(infoset_flat >= 0)
         infosets, first = np.unique(infoset_flat[decided], return_index=True)
@@ -56,8 +56,8 @@ class TreeArrays:
             path_chance=jnp.asarray(tree.path_chance.T, jnp.float32),
             utility=jnp.asarray(tree.utility, jnp.float32),
             first_visit=jnp.asarray(decided[first], jnp.int32),
-            own_edges=tuple(jnp.asarray(e) for e in own_edges),
-            own_slots=tuple(jnp.asarray(flat_edge[e], jnp.int32) for e in own_edges),
+            own_edges=(jnp.asarray(edges_0), jnp.asarray(edges_1)),
+            own_slots=(jnp.asarray(flat_edge[edges_0], jnp.int32), jnp.asarray(flat_edge[edges_1], jnp.int32)),
             max_infoset_depth=int(tree.infoset_depth.max()),
         )
 
