@@ -11,7 +11,7 @@ from coplay.envs.trees.leduc import LeducRules
 from coplay.envs.trees.tree import CHANCE, GameTree, Rules, build_tree
 from coplay.envs.trees.values import TreeArrays
 
-_RULES = {"kuhn_poker": KuhnRules, "leduc_holdem": LeducRules}
+_RULES: dict[str, type[Rules]] = {"kuhn_poker": KuhnRules, "leduc_holdem": LeducRules}
 
 
 def tree_names() -> list[str]:
