@@ -51,7 +51,7 @@ from coplay.algos.solvers import (
     GameSupport,
     Log,
     SolveResult,
-    game_tree,
+    exact_tree,
     measured_loop,
     tree_problem,
     validate,
@@ -80,8 +80,7 @@ class Config:
 SUPPORT = GameSupport(uses=TREE_GAMES, default="tree:kuhn_poker", problem=tree_problem)
 
 
-@struct.dataclass
-class CFRState:
+class CFRState(struct.PyTreeNode):
     regrets: jax.Array  # [I, A] accumulated counterfactual regrets
     average: jax.Array  # [I, A] reach-weighted sum of past policies (unnormalised)
     iteration: jax.Array  # [] int, iterations done
@@ -172,7 +171,7 @@ def run(game: Env, config: Config = Config(), key: jax.Array | None = None, *, l
     `details`: `expected_value` (player 0's value of the average policy; Kuhn's game
     value is -1/18), `current_policy` `[I, A]` and `regrets` `[I, A]`."""
     validate("cfr", game, config)
-    t = TreeArrays.from_tree(game_tree(game))
+    t = TreeArrays.from_tree(exact_tree(game))
 
     def measure(s: CFRState) -> dict[str, jax.Array]:
         return {"exploitability": exploitability(t, average_policy(t, s))}

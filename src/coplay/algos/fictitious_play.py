@@ -69,7 +69,11 @@ def run(game: Env, config: Config = Config(), key: jax.Array | None = None, *, l
     """Fictitious play on the payoff table of `game`, the `matrix` environment
     (its repeated rounds play no part). Deterministic: `key` is not used. See `solve_table`."""
     validate("fictitious_play", game, config)
-    return solve_table(np.asarray(bare_env(game).payoffs), config, log)
+    bare = bare_env(game)
+    if not isinstance(bare, MatrixGame):
+        raise ConfigError(f"environment {game.spec.name!r} is not a normal-form game; fictitious play uses "
+                          f"{MATRIX_GAMES}")
+    return solve_table(np.asarray(bare.payoffs), config, log)
 
 
 def solve_table(payoffs: np.ndarray, config: Config = Config(), log: Log | None = None) -> SolveResult:
@@ -79,10 +83,10 @@ def solve_table(payoffs: np.ndarray, config: Config = Config(), log: Log | None 
     `policy`, their NashConv at round 0 (both players on their first action), every
     `eval_every` rounds and at the end, and in `details`: `mixtures` `[P, 2, A]` at
     those rounds and `payoffs`."""
-    payoffs = jnp.asarray(payoffs, jnp.float32)
-    if payoffs.ndim != 3 or payoffs.shape[-1] != 2:
-        raise ConfigError(f"fictitious play needs payoffs of shape [A0, A1, 2], got {tuple(payoffs.shape)}")
-    a, b = payoffs[..., 0], payoffs[..., 1]
+    table = jnp.asarray(payoffs, jnp.float32)
+    if table.ndim != 3 or table.shape[-1] != 2:
+        raise ConfigError(f"fictitious play needs payoffs of shape [A0, A1, 2], got {tuple(table.shape)}")
+    a, b = table[..., 0], table[..., 1]
     n0, n1 = a.shape
     width = max(n0, n1)
 
@@ -97,12 +101,12 @@ def solve_table(payoffs: np.ndarray, config: Config = Config(), log: Log | None 
     def measure(counts):
         x, y = mixtures(counts)
         pad = lambda m: jnp.pad(m, (0, width - m.shape[0]))  # noqa: E731
-        return {"exploitability": nash_conv(payoffs, x, y), "mixtures": jnp.stack([pad(x), pad(y)])}
+        return {"exploitability": nash_conv(table, x, y), "mixtures": jnp.stack([pad(x), pad(y)])}
 
     # Round 0: both players start from their first action.
     start = (jax.nn.one_hot(0, n0), jax.nn.one_hot(0, n1))
     _, steps, points = measured_loop(play, measure, start, config.iterations, config.eval_every, log)
     return SolveResult(
         exploitability=points["exploitability"].astype(np.float64), steps=steps, measure=MEASURE,
-        policy=points["mixtures"][-1], details={"mixtures": points["mixtures"], "payoffs": np.asarray(payoffs)},
+        policy=points["mixtures"][-1], details={"mixtures": points["mixtures"], "payoffs": np.asarray(table)},
     )

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.algos.common.meta_solvers import META_SOLVERS, solve_meta_game
-from coplay.algos.solvers import TREE_GAMES, GameSupport, Log, SolveResult, game_tree, tree_problem, validate
+from coplay.algos.solvers import TREE_GAMES, GameSupport, Log, SolveResult, exact_tree, tree_problem, validate
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.envs.trees.tree import GameTree
@@ -96,7 +96,7 @@ def run(game: Env, config: Config = Config(), key: jax.Array | None = None, *, l
     """PSRO on `game`'s exact tree (`tree:kuhn_poker`, `tree:leduc_holdem`).
     Deterministic: `key` is not used. See `solve_tree`."""
     validate("psro", game, config)
-    return solve_tree(game_tree(game), config, log)
+    return solve_tree(exact_tree(game), config, log)
 
 
 def solve_tree(tree: GameTree, config: Config = Config(), log: Log | None = None) -> SolveResult:

@@ -91,15 +91,22 @@ class GameSupport:
     check: Callable[[Env, Any], None] | None = None
 
 
+def solver_config_class(name: str) -> type:
+    """The config dataclass of the registered solver `name`."""
+    config = SOLVERS.get(name).config
+    assert config is not None, f"solver {name!r} was registered without a config class"
+    return config
+
+
 def validate(solver: str, game: Env, config: Any) -> None:
     """Refuse, before any computation, a config of the wrong class or with a value out
     of range, and a game `solver` cannot use (naming the solvers that can)."""
-    entry = SOLVERS.get(solver)
-    if not isinstance(config, entry.config):
-        raise ConfigError(f"solver {solver!r} needs a {entry.config.__module__}.{entry.config.__qualname__}, "
+    config_class = solver_config_class(solver)
+    if not isinstance(config, config_class):
+        raise ConfigError(f"solver {solver!r} needs a {config_class.__module__}.{config_class.__qualname__}, "
                           f"got {type(config).__name__}")
     check(config, "algo.")
-    support: GameSupport = entry.capabilities
+    support: GameSupport = SOLVERS.get(solver).capabilities
     problem = support.problem(game)
     if problem is not None:
         name = game.spec.name
@@ -120,6 +127,14 @@ def game_tree(game: Env) -> GameTree | None:
     """The exact tree `game` plays (`tree:<name>` environments), None for any other game."""
     bare = bare_env(game)
     return bare.tree if isinstance(bare, TreeGameEnv) else None
+
+
+def exact_tree(game: Env) -> GameTree:
+    """The exact tree `game` plays; a `ConfigError` naming `game` where it has none."""
+    tree = game_tree(game)
+    if tree is None:
+        raise ConfigError(f"environment {game.spec.name!r} has no exact game tree; tabular solvers use {TREE_GAMES}")
+    return tree
 
 
 def tree_problem(game: Env) -> str | None:

@@ -138,9 +138,11 @@ def eval_keys(exp: Experiment, chunk: int) -> jax.Array:
     return jax.random.split(base, exp.run.seeds)
 
 
-def _new_run_dir(exp: Experiment) -> Path:
-    out = Path(exp.run.out_dir)
-    name = exp.run.name or f"{datetime.now():%Y%m%d-%H%M%S}-{exp.algo}-{exp.env}"
+def new_run_dir(out_dir: str | Path, name: str | None, algo: str, env: str) -> Path:
+    """Make and return a new run directory under `out_dir`: `name`, by default
+    `<time>-<algo>-<env>`, with `-1`, `-2`, ... appended while that exists."""
+    out = Path(out_dir)
+    name = name or f"{datetime.now():%Y%m%d-%H%M%S}-{algo}-{env}"
     path = out / name
     i = 1
     while path.exists():  # never write into somebody else's run
@@ -225,7 +227,7 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
 
 def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> RunResult:
     exp = p.exp
-    run_dir = resume_dir if resume_dir is not None else _new_run_dir(exp)
+    run_dir = resume_dir if resume_dir is not None else new_run_dir(exp.run.out_dir, exp.run.name, exp.algo, exp.env)
     ckpt_dir = run_dir / "checkpoints"
     if resume_dir is None:
         checkpoint.atomic_write(run_dir / "config.yaml", exp.to_yaml().encode())

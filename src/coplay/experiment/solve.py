@@ -39,14 +39,14 @@ import numpy as np
 import yaml
 
 from coplay.algos import ALGOS
-from coplay.algos.solvers import SOLVERS, SolveResult, game_tree, validate
+from coplay.algos.solvers import SOLVERS, SolveResult, game_tree, solver_config_class, validate
 from coplay.core.config import check, coerce_value, describe, fields, param, parse_scalar, result_fields, set_field
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError, UnknownNameError, unknown_name
 from coplay.core.registry import ENVS, Entry
 from coplay.experiment.checkpoint import atomic_write
 from coplay.experiment.report import plot_series, write_csv
-from coplay.experiment.runner import _new_run_dir
+from coplay.experiment.runner import new_run_dir
 
 DEFAULT_SOLVER = "cfr"
 SOLUTION = "solution.npz"
@@ -89,31 +89,38 @@ def resolve_env_config(env: str, values: Mapping[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-@dataclass
+@dataclass(init=False)
 class SolveExperiment:
-    """A solver, a game and the run's fields; `to_dict` is config.yaml's shape."""
+    """A solver, a game and the run's fields; `to_dict` is config.yaml's shape.
 
-    algo: str = DEFAULT_SOLVER
-    env: str | None = None            # None: the solver's default game
-    algo_config: Any = None           # the solver's Config, or a dict of its fields
-    env_config: dict = field(default_factory=dict)
-    run: SolveRunConfig = field(default_factory=SolveRunConfig)
+    Built with `env=None`, it plays the solver's default game; `algo_config` may be
+    given as the solver's Config, a dict of its fields, or None (its defaults)."""
 
-    def __post_init__(self) -> None:
-        entry = get_solver(self.algo)
-        if self.env is None:
-            self.env = entry.capabilities.default
-        if self.algo_config is None:
-            self.algo_config = entry.config()
-        elif isinstance(self.algo_config, dict):
-            cfg = entry.config()
-            for k, v in self.algo_config.items():
+    algo: str
+    env: str
+    algo_config: Any                  # the solver's Config
+    env_config: dict
+    run: SolveRunConfig
+
+    def __init__(self, algo: str = DEFAULT_SOLVER, env: str | None = None, algo_config: Any = None,
+                 env_config: dict | None = None, run: SolveRunConfig | None = None) -> None:
+        entry = get_solver(algo)
+        config_class = solver_config_class(algo)
+        if algo_config is None:
+            algo_config = config_class()
+        elif isinstance(algo_config, dict):
+            cfg = config_class()
+            for k, v in algo_config.items():
                 cfg = set_field(cfg, k, v, "algo.")
-            self.algo_config = cfg
-        elif not isinstance(self.algo_config, entry.config):
-            raise ConfigError(f"solver {self.algo!r} needs a {entry.config.__module__}.{entry.config.__qualname__}, "
-                              f"got {type(self.algo_config).__name__}")
-        self.env_config = resolve_env_config(self.env, self.env_config)
+            algo_config = cfg
+        elif not isinstance(algo_config, config_class):
+            raise ConfigError(f"solver {algo!r} needs a {config_class.__module__}.{config_class.__qualname__}, "
+                              f"got {type(algo_config).__name__}")
+        self.algo = algo
+        self.env = env if env is not None else entry.capabilities.default
+        self.algo_config = algo_config
+        self.env_config = resolve_env_config(self.env, env_config or {})
+        self.run = run if run is not None else SolveRunConfig()
 
     def validate(self) -> None:
         """Check every value's type and range (cheap; no environment is built)."""
@@ -251,7 +258,7 @@ def solve(config: SolveExperiment | Mapping | list[str] | None = None, **overrid
 
 
 def _run(exp: SolveExperiment, game: Env) -> SolveRun:
-    run_dir = _new_run_dir(exp)
+    run_dir = new_run_dir(exp.run.out_dir, exp.run.name, exp.algo, exp.env)
     atomic_write(run_dir / "config.yaml", exp.to_yaml().encode())
     entry = get_solver(exp.algo)
     bar = _progress(exp)
@@ -318,7 +325,9 @@ def _flatten(name: str, value: Any, out: dict[str, np.ndarray]) -> None:
 def write_solution(path: Path, result: SolveResult, game: Env | None = None) -> None:
     """`solution_arrays` as an .npz archive (no pickle), written atomically."""
     buf = io.BytesIO()
-    np.savez(buf, **solution_arrays(result, game))
+    # Typed Any: mypy would check every array against savez's keyword `allow_pickle: bool`.
+    arrays: dict[str, Any] = solution_arrays(result, game)
+    np.savez(buf, **arrays)
     atomic_write(Path(path), buf.getvalue())
 
 
@@ -341,7 +350,7 @@ def help_text() -> str:
     for name, entry in SOLVERS.items():
         support = entry.capabilities
         lines.append(f"\n  algo={name}: uses {support.uses}; default env={support.default}")
-        lines += [f"    {n:<24} {d!s:<12} {h}" for n, d, h in describe(entry.config, "algo.")]
+        lines += [f"    {n:<24} {d!s:<12} {h}" for n, d, h in describe(solver_config_class(name), "algo.")]
     return "\n".join(lines)
 
 

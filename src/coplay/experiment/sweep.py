@@ -83,7 +83,7 @@ from coplay.eval.stats import SUMMARY_REPS, iqm_ci
 from coplay.experiment import checkpoint
 from coplay.experiment import solve as solving
 from coplay.experiment.checkpoint import atomic_write
-from coplay.experiment.config import parse_overrides, result_dict
+from coplay.experiment.config import Experiment, parse_overrides, result_dict
 from coplay.experiment.report import curve, draw_band, read_metrics, save_figure
 
 SEARCHES = ("grid", "random")
@@ -335,7 +335,8 @@ def plan_sweep(args: list[str], *, search: str = "grid", samples: int = 8, searc
                           "seed per trial, so leave it out")
     seeds = tuple(range(sweep_args.seed, sweep_args.seed + sweep_args.seeds))
     configurations: list[Configuration] = []
-    experiments = []
+    experiments: list[Experiment | solving.SolveExperiment] = []
+    exp: Experiment | solving.SolveExperiment
     for values in values_list:
         overrides = (*sweep_args.fixed, *(f"{k}={v}" for k, v in values.items()))
         try:
@@ -476,7 +477,7 @@ def _use_compilation_cache(directory: str | None) -> None:
     (e.g. JAX_COMPILATION_CACHE_DIR); caching every program, as trials are short and repeat them."""
     import jax
 
-    if directory and not jax.config.jax_compilation_cache_dir:
+    if directory and not jax.config.values["jax_compilation_cache_dir"]:
         jax.config.update("jax_compilation_cache_dir", directory)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
@@ -595,9 +596,10 @@ def gather(p: SweepPlan) -> list[dict]:
                         per_metric.setdefault(metric, []).extend(est["per_seed"])
             trials.append({"id": t.id, "run_dir": str(t.run_dir), "finished": finished,
                            "attempts": read_attempts(t.run_dir, t.id)})
-        row = {"config": c.id, "values": c.values, "seeds": len(per_metric.get(headline, [])),
-               "seeds_expected": sum(len(t.seeds) for t in p.trials_of(c.id)), headline: None, "final": {},
-               "trials": trials, "missing": [t["id"] for t in trials if not t["finished"]]}
+        row: dict[str, Any] = {
+            "config": c.id, "values": c.values, "seeds": len(per_metric.get(headline, [])),
+            "seeds_expected": sum(len(t.seeds) for t in p.trials_of(c.id)), headline: None, "final": {},
+            "trials": trials, "missing": [t["id"] for t in trials if not t["finished"]]}
         rows.append(row)
         columns += [(row, m, v) for m, v in per_metric.items()]
     # The bootstrap resamples runs within each column, so the columns with the same number of
