@@ -169,12 +169,12 @@ def test_a_sweep_over_solvers_ranks_configurations_by_final_exploitability(tmp_p
     tests/test_sweep.py's subject)."""
     pytest.importorskip("ray")
     from coplay.experiment.sweep import plan_sweep, sweep
-    from coplay.scale.sweep import TrialOutcome
+    from coplay.scale.ray_trials import TrialOutcome
 
     def in_process(fn, trials, **kwargs):
         return {tid: TrialOutcome(tid, finished=True, metrics=fn(payload)) for tid, payload in trials.items()}
 
-    monkeypatch.setattr("coplay.scale.sweep.run_trials", in_process)
+    monkeypatch.setattr("coplay.scale.ray_trials.run_trials", in_process)
     out = tmp_path / "s"
     args = ["algo=cfr", "env=tree:kuhn_poker", "algo.variant=cfr,cfr+", "algo.iterations=100", "algo.eval_every=50",
             "seeds=1"]
