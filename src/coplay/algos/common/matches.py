@@ -65,7 +65,7 @@ def check_same_env(env: Env, policies: dict[str, Policy] | Sequence[Policy]) -> 
 
 
 def _wrappers(env: Env) -> list[Env]:
-    out = []
+    out: list[Env] = []
     while isinstance(env, Wrapper):
         out.append(env)
         env = env.env
