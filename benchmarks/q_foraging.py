@@ -28,7 +28,7 @@ from train_throughput import machine  # noqa: E402
 
 import coplay  # noqa: E402
 from coplay.experiment.config import parse_overrides  # noqa: E402
-from coplay.experiment.evaluate import make_evaluator  # noqa: E402
+from coplay.algos.common.evaluation import make_evaluator  # noqa: E402
 from coplay.experiment.runner import init_state, plan  # noqa: E402
 
 
