@@ -67,12 +67,24 @@ import numpy as np
 
 from coplay.eval.stats import summarize
 from coplay.experiment.config import parse_overrides
-from coplay.experiment.runner import chunk_function, evaluation_function, eval_keys, init_state, plan
+from coplay.experiment.runner import (
+    chunk_function,
+    eval_keys,
+    evaluation_function,
+    init_state,
+    plan,
+    uniform_policy_return,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, cores, cpu_model, write_section  # noqa: E402
 
 TARGET = -20.3   # per-agent training return; what an earlier JaxMARL measurement reached after 10M steps
+# JaxMARL's MPE ends an episode after 26 steps (it compares the step count before
+# incrementing it); coplay's spread, like mpe2, after 25. The budget table gives
+# coplay's spread JaxMARL's length unless --episode-steps says otherwise, so that a
+# return means the same in every row.
+JAXMARL_EPISODE_STEPS = 26
 CHUNK_STEPS = 50_000   # coplay's steps between host round trips (a divisor of the run is chosen near it)
 
 # JaxMARL config field -> coplay IPPO field. Learning hyperparameters are what the
@@ -128,8 +140,9 @@ def timed_run(overrides: list[str]) -> dict:
         ret = np.asarray(jax.device_get(metrics["return"]))    # [seeds, updates]: training episodes
         end = time.perf_counter() - t0
         for j in range(k):
+            ended = ret[~np.isnan(ret[:, j]), j]                 # NaN: no episode ended in that update
             updates.append(((i * k + j + 1) * per_update, start + (end - start) * (j + 1) / k,
-                            float(np.nanmean(ret[:, j]))))
+                            float(ended.mean()) if ended.size else float("nan")))
     t_train = time.perf_counter() - t0
     evaluate = evaluation_function(p)
     results = jax.device_get(evaluate(p.trainer.policy_params(state), eval_keys(exp, p.num_chunks)))
@@ -170,8 +183,9 @@ def coplay_overrides(row: str, jaxmarl_config: dict) -> list[str]:
     return ["algo=ippo", *sizes, *hp, *code]
 
 
-def coplay_row(row: str, jaxmarl_config: dict, budget: int, seed: int, eval_episodes: int) -> dict:
-    overrides = coplay_overrides(row, jaxmarl_config) + ["env=spread"]
+def coplay_row(row: str, jaxmarl_config: dict, budget: int, seed: int, eval_episodes: int,
+               episode_steps: int) -> dict:
+    overrides = coplay_overrides(row, jaxmarl_config) + ["env=spread", f"env.max_steps={episode_steps}"]
     per_update = parse_overrides(overrides).algo_config.steps_per_update
     updates = budget // per_update
     if updates < 1:
@@ -261,8 +275,9 @@ def jaxmarl_row(row: str, d: Path, budget: int, seed: int, eval_episodes: int) -
     num_updates = int(config["NUM_UPDATES"])
     returns = np.asarray(out["metrics"]["returned_episode_returns"])[0] / 3.0   # MPELogWrapper: x 3 agents
     times = [t - t0 for t, _ in recorder.logged]
-    if len(times) != num_updates:
-        raise RuntimeError(f"JaxMARL's script logged {len(times)} updates, expected {num_updates}")
+    if len(times) != num_updates or any(b < a for a, b in zip(times, times[1:])):
+        raise RuntimeError(f"JaxMARL's script logged {len(times)} updates (expected {num_updates}), "
+                           "or not in order")
     updates = [((j + 1) * per_update, times[j], float(returns[j])) for j in range(num_updates)]
 
     # Final policy, sampled as in training, with the script's network on the raw environment.
@@ -275,25 +290,29 @@ def jaxmarl_row(row: str, d: Path, budget: int, seed: int, eval_episodes: int) -
         obs, state = env.reset(k_reset)
 
         def step(carry, k):
-            obs, state, finished, ret = carry
+            obs, state, finished, ret, ret25, t = carry
             pi, _ = net.apply(params, jnp.stack([obs[a] for a in env.agents]))
             k_act, k_env = jax.random.split(k)
             action = pi.sample(seed=k_act)
             obs, state, reward, done, _ = env.step(k_env, state, {a: action[i] for i, a in enumerate(env.agents)})
-            ret = ret + jnp.stack([reward[a] for a in env.agents]) * ~finished   # first episode only
-            return (obs, state, finished | done["__all__"], ret), None
+            r = jnp.stack([reward[a] for a in env.agents]) * ~finished       # first episode only
+            ret, ret25 = ret + r, ret25 + r * (t < 25)
+            return (obs, state, finished | done["__all__"], ret, ret25, t + 1), None
 
-        carry = (obs, state, jnp.zeros((), bool), jnp.zeros(env.num_agents))
-        (_, _, finished, ret), _ = jax.lax.scan(step, carry, jax.random.split(key, env.max_steps + 5))
-        return ret.mean(), finished     # per-agent return, coplay's convention
+        zeros = jnp.zeros(env.num_agents)
+        carry = (obs, state, jnp.zeros((), bool), zeros, zeros, 0)
+        (_, _, finished, ret, ret25, _), _ = jax.lax.scan(step, carry, jax.random.split(key, env.max_steps + 5))
+        return ret.mean(), ret25.mean(), finished     # per-agent returns, coplay's convention
 
-    ret, finished = jax.jit(jax.vmap(episode))(jax.random.split(jax.random.PRNGKey(10_000 + seed), eval_episodes))
+    keys = jax.random.split(jax.random.PRNGKey(10_000 + seed), eval_episodes)
+    ret, ret25, finished = jax.jit(jax.vmap(episode))(keys)
     if not bool(np.all(finished)):
         raise RuntimeError("JaxMARL evaluation episodes did not finish")
     steps = num_updates * per_update
     return {"library": "jaxmarl", "row": row, "seed": seed, "config": hparams, "env_steps_per_seed": steps,
             "compile_s": t_compile, "train_s": t_train, "startup_s": t_compile,
             "env_steps_per_s_per_seed": steps / t_train, "final_return": float(np.mean(ret)),
+            "final_return_first_25_steps": float(np.mean(ret25)),
             "eval_episodes": eval_episodes, "updates": updates}
 
 
@@ -343,6 +362,7 @@ def summary(runs: list[dict], target: float, window: int) -> dict:
         "late_return": _median([late_return(r) for r in runs]),
         "final_return": _median([r["final_return"] for r in runs]),
         "target_s": _median([h[0] for h in reached]) if reached else None,
+        "startup_s": _median([r["startup_s"] for r in runs]),
         "target_steps": int(_median([h[1] for h in reached])) if reached else None,
         "reached": len(reached), "runs": len(runs), "env_steps": runs[0]["env_steps_per_seed"],
     }
@@ -366,7 +386,7 @@ def run_rows(rows, d: Path, jm_config: dict, budget: int, args, label: str) -> d
             if row.startswith("jaxmarl"):
                 r = jaxmarl_row(row, d, budget, seed, args.eval_episodes)
             else:
-                r = coplay_row(row, jm_config, budget, seed, args.eval_episodes)
+                r = coplay_row(row, jm_config, budget, seed, args.eval_episodes, args.episode_steps)
             by_row[row].append(r)
             hit = time_to_target(r, args.target, args.window)
             print(f"[{label} {rep + 1}/{repeats}] {row}: {r['env_steps_per_s_per_seed']:,.0f} env-steps/s, "
@@ -389,8 +409,8 @@ ROW_TEXT = {
 def _fmt_target(s: dict, target: float) -> tuple[str, str]:
     if s["target_s"] is None:
         return f"not reached in {s['env_steps']:,} steps", "–"
-    note = "" if s["reached"] == s["runs"] else f" ({s['reached']} of {s['runs']} runs)"
-    return f"{s['target_s']:.1f} s{note}", f"{s['target_steps']:,}"
+    note = "" if s["reached"] == s["runs"] else f"; reached in {s['reached']} of {s['runs']} runs"
+    return f"{s['target_s']:.1f} s ({s['startup_s']:.1f} s startup{note})", f"{s['target_steps']:,}"
 
 
 def mapping_lines(jm_config: dict) -> list[str]:
@@ -413,21 +433,31 @@ def budget_section(by_row: dict, long_rows: dict | None, jm_config: dict, d: Pat
     target = args.target
     s = {row: summary(runs, target, args.window) for row, runs in by_row.items()}
     steps = ", ".join(sorted({f"{v['env_steps']:,}" for v in s.values()}))
+    jm_runs = by_row["jaxmarl-own"] + by_row["jaxmarl-coplay-hp"]
+    jm_first25 = _median([r["final_return_first_25_steps"] for r in jm_runs])
+    jm_all = _median([r["final_return"] for r in jm_runs])
+    length = (f"coplay's spread runs {args.episode_steps}-step episodes here, JaxMARL's length (its MPE ends an "
+              "episode after 26 steps; coplay's default and mpe2's is 25), so returns mean the same in every row"
+              if args.episode_steps == JAXMARL_EPISODE_STEPS else
+              f"coplay's spread runs {args.episode_steps}-step episodes and JaxMARL's MPE 26, so the returns of the "
+              "two libraries are not on the same episodes (the same target is harder in JaxMARL)")
     lines = [
         "## IPPO on simple spread beside JaxMARL's `ippo_ff_mpe.py`, in the same run", "",
         f"Machine: {machine()}; jaxmarl {getattr(jaxmarl, '__version__', '?')} with `ippo_ff_mpe.py` "
         f"(git blob {git_blob(d / 'ippo_ff_mpe.py')[:10]}) and `config/ippo_ff_mpe.yaml` "
         f"(blob {git_blob(d / 'config' / 'ippo_ff_mpe.yaml')[:10]}). Command: `{command}`.", "",
         f"One seed per run, {args.budget:,} env steps asked ({steps} run: whole updates, as JaxMARL's "
-        f"`TOTAL_TIMESTEPS // NUM_STEPS // NUM_ENVS`), {args.repeats} repeats with seeds "
-        f"{args.seed}..{args.seed + args.repeats - 1}; the rows run interleaved (coplay, JaxMARL, coplay, "
-        "JaxMARL, coplay) in each repeat, and each figure is the median over repeats. Env-steps/s: steady "
-        "state, compile apart. coplay / JaxMARL: the median over repeats of the ratio of the two runs named, both from the same repeat. Training "
-        "return: per agent, the mean over the updates of the last 5% of steps (JaxMARL logs the sum over its 3 "
-        "agents, divided by 3 here). Final policy: per-agent return of the final policy, sampled, "
-        f"{args.eval_episodes} episodes, by each library's own code. Time to {target}: wall time until the training return, "
-        f"averaged over the updates of the trailing {args.window:,} env steps, first reaches it (from the second "
-        "update on), compile and initialisation included; the time of an update inside one of coplay's compiled "
+        f"`TOTAL_TIMESTEPS // NUM_STEPS // NUM_ENVS`), {args.repeats} repeat(s) with seeds "
+        f"{', '.join(str(args.seed + i) for i in range(args.repeats))}; in each repeat the runs go in the table's "
+        "order (coplay, JaxMARL, coplay, JaxMARL, coplay), and each figure is the median over repeats. "
+        f"{length}. Env-steps/s: steady state, compile apart. coplay / JaxMARL: the median over repeats of the "
+        "ratio of the two runs named, both from the same repeat. Training return: per agent, the mean over the "
+        "updates of the last 5% of steps; JaxMARL logs the sum over its 3 agents (MPELogWrapper multiplies each "
+        "reward by 3), divided by 3 here. Final policy: per-agent return of the final policy, sampled as in "
+        f"training, {args.eval_episodes} episodes, by each library's own code. Time to {target}: wall time until "
+        f"the training return, averaged over the updates of the trailing {args.window:,} env steps, first reaches "
+        "it (from the second update on), startup included (compile, and coplay's state initialisation, which "
+        "JaxMARL does inside its timed call; in brackets); the time of an update inside one of coplay's compiled "
         "chunks is interpolated between the chunk's ends, JaxMARL's is when its script logs the update.", "",
         f"| run | library | sizes | hyperparameters | env-steps/s | coplay / JaxMARL | compile s | training "
         f"return (per agent) | final policy return | time to {target} | steps to {target} |",
@@ -443,57 +473,70 @@ def budget_section(by_row: dict, long_rows: dict | None, jm_config: dict, d: Pat
                      f"{v['compile_s']:.1f} | {v['late_return']:.2f} | {v['final_return']:.2f} | {t} | {st} |")
     if long_rows:
         ls = {row: summary(runs, target, args.window) for row, runs in long_rows.items()}
-        lines += ["", f"The runs with JaxMARL's hyperparameters again, for {args.long_budget:,} steps asked "
-                  "(once, seed " f"{args.seed}; the learning rate anneals over this budget, as JaxMARL's config "
-                  "does over its `TOTAL_TIMESTEPS`):", "",
-                  f"| run | steps run | env-steps/s | coplay / JaxMARL | training return at the end | "
-                  f"final policy return | time to {target} | steps to {target} |", "|---|---|---|---|---|---|---|---|"]
+        lines += ["", f"The runs with JaxMARL's hyperparameters again, {args.long_budget:,} steps asked (once, seed "
+                  f"{args.seed}; the learning rate anneals over this budget, as JaxMARL's config anneals over its "
+                  f"`TOTAL_TIMESTEPS` of {float(jm_config['TOTAL_TIMESTEPS']):,.0f}):", "",
+                  f"| run | steps run | env-steps/s | coplay / JaxMARL | compile s | training return at the end | "
+                  f"final policy return | time to {target} | steps to {target} |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for row, v in ls.items():
             peer = PAIRS.get(row)
-            ratio = f"{speed_ratio(long_rows, row, peer):.2f}x" if peer in long_rows else "–"
+            ratio = f"{speed_ratio(long_rows, row, peer):.2f}x vs {peer}" if peer in long_rows else "–"
             t, st = _fmt_target(v, target)
             lines.append(f"| {row} | {v['env_steps']:,} | {v['env_steps_per_s']:,.0f} | {ratio} | "
-                         f"{v['late_return']:.2f} | {v['final_return']:.2f} | {t} | {st} |")
+                         f"{v['compile_s']:.1f} | {v['late_return']:.2f} | {v['final_return']:.2f} | {t} | {st} |")
         s.update({f"{row} (long)": v for row, v in ls.items()})
-    lines += ["", decomposition(s, target), "", "How the configs map (JaxMARL's values from its config file; "
-              f"coplay's hyperparameters at JaxMARL's sizes are its defaults with lr {COPLAY_LR_AT_JAXMARL_SIZES}):",
-              "", *mapping_lines(jm_config), "",
+    lines += ["", decomposition(s, target, args.long_budget), "",
+              "How the configs map (JaxMARL's values from its config file; coplay's hyperparameters at JaxMARL's "
+              f"sizes are its defaults with lr {COPLAY_LR_AT_JAXMARL_SIZES}):", "", *mapping_lines(jm_config),
+              f"| `ENV_NAME` | `env` | {jm_config['ENV_NAME']} (26-step episodes) | spread, `env.max_steps="
+              f"{args.episode_steps}` | spread (25-step episodes) |", "",
               "What neither config can change: JaxMARL clips one global gradient norm over actor and critic "
               "together, coplay clips each apart; JaxMARL anneals the learning rate once per update, coplay per "
               "minibatch step (both linearly to 0 over the run); with coplay's hyperparameters JaxMARL still clips "
-              "the value loss and feeds no agent id (its script has no switch for either). JaxMARL's MPE episodes "
-              "last 26 steps, coplay's (and mpe2's) 25, so the same policy's return is about 4% more negative "
-              "in JaxMARL and the target is slightly harder there. JaxMARL's steady-state time includes its "
-              "script's per-update `io_callback` to `wandb.log` (here a recorder that keeps the metric). A "
-              "uniformly random policy gets about -27.7 per agent on coplay's spread."]
+              "the value loss and feeds no agent id (its script has no switch for either). JaxMARL's steady-state "
+              "time includes its script's per-update `io_callback` to `wandb.log` (here a recorder that keeps the "
+              "metric). JaxMARL's 26th step: its final policies get "
+              f"{jm_all:.2f} per agent over the whole episode and {jm_first25:.2f} over its first 25 steps (medians). "
+              f"A uniformly random policy gets {args.random_return:.2f} per agent on coplay's "
+              f"{args.episode_steps}-step episodes."]
     return "\n".join(lines)
 
 
-def decomposition(s: dict, target: float) -> str:
-    """Split the time-to-target gain of coplay's defaults over JaxMARL's own config into
-    hyperparameters (JaxMARL's script both ways), implementation (both libraries with
+def decomposition(s: dict, target: float, long_budget: int) -> str:
+    """Split how much sooner coplay's defaults reach the target than JaxMARL's own config
+    into hyperparameters (JaxMARL's script both ways), implementation (both libraries with
     coplay's hyperparameters at JaxMARL's sizes) and coplay's sizes."""
-    own = s.get("jaxmarl-own (long)") if s["jaxmarl-own"]["target_s"] is None else s["jaxmarl-own"]
+    own, where = s["jaxmarl-own"], ""
+    if own["target_s"] is None and "jaxmarl-own (long)" in s:
+        own, where = s["jaxmarl-own (long)"], f" in the {long_budget:,}-step run"
     jm_hp, cp_hp, cp_def = s["jaxmarl-coplay-hp"], s["coplay-coplay-hp"], s["coplay-default"]
-    if not own or any(v["target_s"] is None for v in (own, jm_hp, cp_hp, cp_def)):
-        return (f"Time to {target} is not split into hyperparameters and speed: a run did not reach it"
-                + ("" if own else " (JaxMARL's own config needs more steps: add --long-budget 10000000)") + ".")
+    missing = [name for name, v in (("jaxmarl-own", own), ("jaxmarl-coplay-hp", jm_hp), ("coplay-coplay-hp", cp_hp),
+                                    ("coplay-default", cp_def)) if v["target_s"] is None]
+    if missing:
+        hint = (" (JaxMARL's own config needs about 5M steps: add --long-budget 10000000)"
+                if "jaxmarl-own" in missing else "")
+        return f"How much of the time to {target} is hyperparameters and how much speed: not split, as " \
+               f"{', '.join(missing)} did not reach it{hint}."
     h = own["target_s"] / jm_hp["target_s"]
     i = jm_hp["target_s"] / cp_hp["target_s"]
     z = cp_hp["target_s"] / cp_def["target_s"]
     speed = cp_hp["env_steps_per_s"] / jm_hp["env_steps_per_s"]
     sample = jm_hp["target_steps"] / cp_hp["target_steps"]
-    return (f"Where the time to {target} goes, all from this run: JaxMARL's own config takes {own['target_s']:.1f} s "
-            f"({own['target_steps']:,} steps) and coplay's defaults {cp_def['target_s']:.1f} s, {h * i * z:.1f}x. "
-            f"Hyperparameters: JaxMARL's script with coplay's hyperparameters takes {jm_hp['target_s']:.1f} s "
-            f"({jm_hp['target_steps']:,} steps), {h:.1f}x faster than with its own. Implementation: coplay at the "
-            f"same sizes and hyperparameters takes {cp_hp['target_s']:.1f} s ({cp_hp['target_steps']:,} steps), "
-            f"{i:.2f}x JaxMARL's time, of which {speed:.2f}x is env-steps/s and {sample:.2f}x steps to the target "
-            f"(the rest is compile). Sizes: coplay's defaults (64 envs x 25 steps, 2 minibatches, lr 7e-4) take "
-            f"{cp_def['target_s']:.1f} s, {z:.2f}x the time at JaxMARL's sizes.")
+    d = parse_overrides(["algo=ippo"]).algo_config
+    return (f"Time to {target}, JaxMARL's own config over coplay's defaults, all from this run: "
+            f"{own['target_s']:.1f} s{where} ({own['target_steps']:,} steps) over {cp_def['target_s']:.1f} s = "
+            f"{h * i * z:.2f}, the product of three ratios of times. Hyperparameters, {h:.2f}: JaxMARL's own script "
+            f"with coplay's hyperparameters takes {jm_hp['target_s']:.1f} s ({jm_hp['target_steps']:,} steps). "
+            f"Implementation, {i:.2f}: coplay at the same sizes and hyperparameters takes {cp_hp['target_s']:.1f} s "
+            f"({cp_hp['target_steps']:,} steps); coplay's env-steps/s over JaxMARL's are {speed:.2f} and JaxMARL's "
+            f"steps to the target over coplay's {sample:.2f}, startup makes up the rest. Sizes, {z:.2f}: coplay's "
+            f"defaults ({d.num_envs} envs x {d.rollout_len} steps, {d.minibatches} minibatches, lr {d.lr}) take "
+            f"{cp_def['target_s']:.1f} s. A ratio above 1 is time saved.")
 
 
 def run_budget(args, d: Path, jm_config: dict) -> tuple[dict, dict | None]:
+    args.random_return = uniform_policy_return(["algo=ippo", "env=spread", f"env.max_steps={args.episode_steps}"])
     by_row = run_rows(ROWS, d, jm_config, args.budget, args, "budget")
     long_rows = run_rows(LONG_ROWS, d, jm_config, args.long_budget, args, "long") if args.long_budget else None
     return by_row, long_rows
@@ -838,6 +881,9 @@ def main() -> None:
     ap.add_argument("--target", type=float, default=TARGET, help="per-agent training return to time")
     ap.add_argument("--window", type=int, default=20_000,
                     help="env steps of training return averaged for the time to target (0: one update)")
+    ap.add_argument("--episode-steps", type=int, default=JAXMARL_EPISODE_STEPS,
+                    help="episode length of coplay's spread in the budget table (26: JaxMARL's MPE; 25: coplay's "
+                         "default and mpe2's)")
     ap.add_argument("--eval-episodes", type=int, default=128)
     ap.add_argument("--seed-budget", type=int, default=300_000)
     ap.add_argument("--seed", type=int, default=0)
@@ -866,6 +912,10 @@ def main() -> None:
     flags += [f"--long-budget {args.long_budget}"] if args.long_budget else []
     flags += [f"--repeats {args.repeats}"] if args.repeats != 3 else []
     flags += [f"--window {args.window}"] if args.window != 20_000 else []
+    flags += [f"--episode-steps {args.episode_steps}"] if args.episode_steps != JAXMARL_EPISODE_STEPS else []
+    flags += [f"--eval-episodes {args.eval_episodes}"] if args.eval_episodes != 128 else []
+    flags += [f"--seed {args.seed}"] if args.seed else []
+    flags += [f"--seed-budget {args.seed_budget}"] if args.seed_budget != 300_000 and args.only != "budget" else []
     flags += [f"--target {args.target}"] if args.target != TARGET else []
     command = " ".join(["python benchmarks/train_throughput.py", *(["--jaxmarl ..."] if d else []), *flags])
     sections = {}
