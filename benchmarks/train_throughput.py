@@ -369,7 +369,7 @@ def summary(runs: list[dict], target: float, window: int) -> dict:
 
 
 def speed_ratio(by_row: dict, row: str, peer: str) -> float:
-    """Median over repeats of coplay / JaxMARL env-steps/s, each from one repeat's adjacent runs."""
+    """Median over repeats of coplay / JaxMARL env-steps/s, both runs of each ratio from the same repeat."""
     return _median([c["env_steps_per_s_per_seed"] / j["env_steps_per_s_per_seed"]
                     for c, j in zip(by_row[row], by_row[peer])])
 
