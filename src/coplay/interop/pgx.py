@@ -213,11 +213,12 @@ class PgxEnv(Env):
     def _play(self, g, over: jax.Array, action: jax.Array, key: jax.Array):
         """pgx's `step` of game state `g` with a legal `action` ([] int32); `over`: `g` has ended.
 
-        Where the game keeps pgx's generic `Env.step`, its parts run here: the same
-        result without the two branches (`cond`s) for a finished game and for an illegal
-        action, which under `vmap` compute and select every field of the state twice
-        more, since coplay handles illegal actions itself. The observation of the new
-        position is computed once, with every player's view (`_timestep`)."""
+        Where the game keeps pgx's generic `Env.step`, its parts run here, for the same
+        state: without its branch (`cond`) for an illegal action, which coplay handles
+        itself, and without its `cond`s for a finished game, which under `vmap` become
+        selects of every field of the state. Its last part, the mover's observation of
+        the new position, is taken in `_step` from every player's views, which the
+        TimeStep needs anyway."""
         if not self._generic_step:
             return self.game.step(g, action, key)
         played = self.game._step(g.replace(_step_count=g._step_count + 1), action, key)
