@@ -375,7 +375,7 @@ def main() -> None:
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "selfplay.json").write_text(json.dumps({"machine": machine(), "versions": versions(),
-                                                   "args": vars(args), "rows": rows}, indent=2))
+                                                   "args": vars(args), "rows": rows}, indent=2, default=str))
 
     defaults = selfplay_ppo.Config()
     lines = [
