@@ -125,32 +125,38 @@ def test_prefix_sum_is_the_cumulative_sum():
 # ----------------------------------------------------------------------------- uniform over a mask
 
 
-def test_sample_from_mask_is_uniform_over_each_rows_true_entries():
-    mask = jnp.array([[True, False, True, True, False, True, False],
-                      [False, False, False, False, False, False, True],
-                      [True, True, True, True, True, True, True]])
-    draws = np.asarray(sample_from_mask_jit(jax.random.PRNGKey(8), jnp.broadcast_to(mask, (DRAWS, 3, 7))))
+# Up to 32 actions a row is packed into one 32-bit word; longer rows take prefix sums.
+@pytest.mark.parametrize("width", [7, 32, 33, 75])
+def test_sample_from_mask_is_uniform_over_each_rows_true_entries(width):
+    rng = np.random.default_rng(width)
+    mask = np.stack([rng.random(width) < 0.5, np.arange(width) == width - 1, np.ones(width, bool)])
+    mask[0, [0, width // 2]] = True, False
+    draws = np.asarray(sample_from_mask_jit(jax.random.PRNGKey(8), jnp.broadcast_to(mask, (DRAWS, 3, width))))
     assert draws.shape == (DRAWS, 3) and draws.dtype == np.int32
     for row in range(3):
-        _assert_frequencies(draws[:, row], np.asarray(mask[row], float))
+        _assert_frequencies(draws[:, row], mask[row].astype(float))
 
 
-def test_sample_from_mask_picks_the_ranked_true_entry_and_0_for_empty_rows(monkeypatch):
+@pytest.mark.parametrize("width", [6, 32, 40])
+def test_sample_from_mask_picks_the_ranked_true_entry_and_0_for_empty_rows(monkeypatch, width):
     # Random numbers 0, 1, 2, ...: the k-th draw is the (k mod count)-th True entry.
     monkeypatch.setattr(jax.random, "bits", lambda key, shape, dtype=jnp.uint32:
                         jnp.arange(np.prod(shape), dtype=dtype).reshape(shape))
-    mask = jnp.array([False, True, False, True, True, False])
+    mask = np.zeros(width, bool)
+    mask[[1, 3, 4, width - 1]] = True
     key = jax.random.PRNGKey(0)
 
     def draw(mask):  # traced now, with the stand-in random source
-        return np.asarray(jax.jit(lambda k, m: sample_from_mask(k, m))(key, mask)).tolist()
+        return np.asarray(jax.jit(lambda k, m: sample_from_mask(k, m))(key, jnp.asarray(mask))).tolist()
 
-    assert draw(jnp.broadcast_to(mask, (7, 6))) == [1, 3, 4, 1, 3, 4, 1]
+    last = width - 1
+    assert draw(np.broadcast_to(mask, (9, width))) == [1, 3, 4, last, 1, 3, 4, last, 1]
     monkeypatch.setattr(jax.random, "bits", lambda key, shape, dtype=jnp.uint32: jnp.full(shape, 2**32 - 1, dtype))
-    # 2**32 - 1 = 0 (mod 3) and = 3 (mod 4)
+    # 2**32 - 1 = 3 (mod 4) and = 0 (mod 3)
+    assert draw(mask) == last
+    mask[last] = False
     assert draw(mask) == 1
-    assert draw(jnp.array([True, True, True, True, False])) == 3
-    assert draw(jnp.zeros((2, 5), bool)) == [0, 0]
+    assert draw(np.zeros((2, width), bool)) == [0, 0]
 
 
 def test_random_legal_actions_turn_based_and_simultaneous():

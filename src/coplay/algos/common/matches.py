@@ -81,11 +81,32 @@ def no_carry(batch: tuple[int, ...]) -> jax.Array:
 def _pick(bits: jax.Array, mask: jax.Array) -> jax.Array:
     """The (bits mod k)-th of the k True entries of each row of `mask` [..., A], with
     uint32 `bits` broadcastable to [...]: [...] int32; 0 where a row has no True entry."""
+    if mask.shape[-1] <= 32:
+        return _pick_in_word(bits, mask)
     count = jnp.sum(mask, axis=-1, dtype=jnp.int32)
     rank = (bits % jnp.maximum(count, 1).astype(jnp.uint32)).astype(jnp.int32)
     # The chosen entry is the first whose running count of True entries passes `rank`.
     seen = prefix_sum(mask.astype(jnp.int32))
     return jnp.argmax(seen > rank[..., None], axis=-1).astype(jnp.int32)
+
+
+def _pick_in_word(bits: jax.Array, mask: jax.Array) -> jax.Array:
+    """`_pick` for A <= 32: each row packed into the bits of one uint32, and the chosen
+    bit found by halving (count the set bits of the lower half; if the rank is past
+    them, move to the upper half), five steps of work per row instead of a prefix sum
+    over the row, which costs more than the random number at a few actions."""
+    a = mask.shape[-1]
+    word = jnp.sum(mask.astype(jnp.uint32) << jnp.arange(a, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)
+    count = jax.lax.population_count(word)
+    rank = bits % jnp.maximum(count, 1)
+    index = jnp.zeros(word.shape, jnp.uint32)
+    for width in (16, 8, 4, 2, 1):
+        lower = jax.lax.population_count(word & jnp.uint32((1 << width) - 1))
+        up = rank >= lower
+        rank = jnp.where(up, rank - lower, rank)
+        index = jnp.where(up, index + width, index)
+        word = jnp.where(up, word >> width, word)
+    return jnp.where(count > 0, index, 0).astype(jnp.int32)
 
 
 def sample_from_mask(key: jax.Array, mask: jax.Array) -> jax.Array:
