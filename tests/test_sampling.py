@@ -39,16 +39,29 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
     return z / z.sum()
 
 
+def _widen(logits: jax.Array, mask: jax.Array, width: int) -> tuple[jax.Array, jax.Array]:
+    """Rows padded to `width` actions with masked ones of large logits (up to 32 actions
+    the categorical sums in order, past that by a parallel prefix sum)."""
+    extra = width - logits.shape[-1]
+    pad = [(0, 0)] * (logits.ndim - 1) + [(0, extra)]
+    return jnp.pad(logits, pad, constant_values=50.0), jnp.pad(mask, pad, constant_values=False)
+
+
+WIDTHS = pytest.mark.parametrize("width", [5, 40])
+
+
 # ----------------------------------------------------------------------------- categorical
 
 
-def test_categorical_samples_follow_the_softmax_of_the_legal_logits():
+@WIDTHS
+def test_categorical_samples_follow_the_softmax_of_the_legal_logits(width):
     logits = jnp.array([[2.0, 0.5, -1.0, 0.0, 1.0],
                         [3.0, 7.0, 0.0, 9.0, -2.0],
                         [0.01, 0.0, -0.01, 0.02, 0.0]])
     mask = jnp.array([[True, True, True, True, True],
                       [True, False, True, False, True],
                       [False, True, True, True, False]])
+    logits, mask = _widen(logits, mask, width)
     prepared = Categorical().prepare(logits, mask)
     draws = np.asarray(sample_jit(jax.random.PRNGKey(0), jnp.broadcast_to(prepared, (DRAWS, *prepared.shape))))
     assert draws.shape == (DRAWS, 3) and draws.dtype == np.int32
@@ -57,7 +70,8 @@ def test_categorical_samples_follow_the_softmax_of_the_legal_logits():
         _assert_frequencies(draws[:, row], probs)
 
 
-def test_categorical_never_draws_a_masked_action_whatever_the_logits():
+@WIDTHS
+def test_categorical_never_draws_a_masked_action_whatever_the_logits(width):
     # Masked actions with the largest raw logits, legal ones far apart or huge.
     logits = jnp.array([[1e30, -1e4, 1e30, -1e4 + 3.0, 1e30],
                         [-80.0, 1e30, 80.0, 5.0, -1e6],
@@ -67,41 +81,45 @@ def test_categorical_never_draws_a_masked_action_whatever_the_logits():
                       [True, False, True, False, False],
                       [True, False, True, True, False],
                       [False, False, False, False, True]])
+    logits, mask = _widen(logits, mask, width)
     prepared = masked_logits(logits, mask)
-    draws = np.asarray(sample_jit(jax.random.PRNGKey(1), jnp.broadcast_to(prepared, (DRAWS, 4, 5))))
+    draws = np.asarray(sample_jit(jax.random.PRNGKey(1), jnp.broadcast_to(prepared, (DRAWS, 4, width))))
     legal = np.asarray(mask)
     for row in range(4):
         assert legal[row, draws[:, row]].all(), f"row {row} drew a masked action"
     # Legal logits 3 apart: the larger is drawn e**3 times as often.
-    _assert_frequencies(draws[:, 0], np.array([0, 1, 0, np.e**3, 0]))
+    _assert_frequencies(draws[:, 0], np.array([0, 1, 0, np.e**3] + [0] * (width - 4)))
     assert (draws[:, 1] == 2).all() and (draws[:, 3] == 4).all()
 
 
+@WIDTHS
 @pytest.mark.parametrize("u, expected", [(0.0, [1, 1, 2]), (np.nextafter(np.float32(1), np.float32(0)), [3, 2, 2])])
-def test_categorical_draws_at_the_ends_of_the_unit_interval_stay_legal(monkeypatch, u, expected):
+def test_categorical_draws_at_the_ends_of_the_unit_interval_stay_legal(monkeypatch, u, expected, width):
     # u = 0 takes the first action with positive probability, u just below 1 the last:
     # rounding of u * total up to the total must not go past the last legal action.
     monkeypatch.setattr(jax.random, "uniform", lambda key, shape, dtype=jnp.float32: jnp.full(shape, u, dtype))
-    logits = jnp.array([[0.0, 0.1, 0.2, 0.3, 9.0, 9.0],
-                        [5.0, 1.0, -3.0, 9.0, 9.0, 9.0],
-                        [9.0, 9.0, 1.0, 9.0, 9.0, 9.0]])
-    mask = jnp.array([[False, True, True, True, False, False],
-                      [False, True, True, False, False, False],
-                      [False, False, True, False, False, False]])
+    logits = jnp.array([[0.0, 0.1, 0.2, 0.3, 9.0],
+                        [5.0, 1.0, -3.0, 9.0, 9.0],
+                        [9.0, 9.0, 1.0, 9.0, 9.0]])
+    mask = jnp.array([[False, True, True, True, False],
+                      [False, True, True, False, False],
+                      [False, False, True, False, False]])
+    logits, mask = _widen(logits, mask, width)
     fresh = jax.jit(lambda key, x: sample(key, x))  # traced now, with the stand-in random source
     assert np.asarray(fresh(jax.random.PRNGKey(0), masked_logits(logits, mask))).tolist() == expected
 
 
-def test_categorical_rows_with_nothing_legal():
+@pytest.mark.parametrize("width", [4, 40])
+def test_categorical_rows_with_nothing_legal(width):
     # masked_logits leaves a row with no legal action unmasked: it samples its raw logits.
-    logits = jnp.array([1.0, 0.0, -1.0])
-    prepared = masked_logits(logits, jnp.zeros(3, bool))
-    draws = np.asarray(sample_jit(jax.random.PRNGKey(2), jnp.broadcast_to(prepared, (DRAWS, 3))))
+    logits = jnp.linspace(1.0, -1.0, width)
+    prepared = masked_logits(logits, jnp.zeros(width, bool))
+    draws = np.asarray(sample_jit(jax.random.PRNGKey(2), jnp.broadcast_to(prepared, (DRAWS, width))))
     _assert_frequencies(draws, _softmax(np.asarray(logits)))
     # Every logit -1e9 (all masked by hand): uniform. Every logit -inf: no distribution, 0.
-    draws = np.asarray(sample_jit(jax.random.PRNGKey(3), jnp.full((DRAWS, 4), -1e9)))
-    _assert_frequencies(draws, np.full(4, 0.25))
-    assert np.asarray(sample_jit(jax.random.PRNGKey(4), jnp.full((5, 4), -jnp.inf))).tolist() == [0] * 5
+    draws = np.asarray(sample_jit(jax.random.PRNGKey(3), jnp.full((DRAWS, width), -1e9)))
+    _assert_frequencies(draws, np.full(width, 1 / width))
+    assert np.asarray(sample_jit(jax.random.PRNGKey(4), jnp.full((5, width), -jnp.inf))).tolist() == [0] * 5
 
 
 def test_categorical_sample_shapes_and_low_precision_logits():

@@ -18,6 +18,11 @@ def masked_logits(logits: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.where(mask | ~any_legal, logits, _MASKED)
 
 
+# Rows of up to this many actions are summed one action after another, unrolled;
+# longer rows by a parallel prefix sum.
+_IN_ORDER = 32
+
+
 def prefix_sum(x: jax.Array) -> jax.Array:
     """Inclusive cumulative sum along the last axis: [..., A] -> [..., A].
 
@@ -25,6 +30,15 @@ def prefix_sum(x: jax.Array) -> jax.Array:
     windowed sum whose work grows with A squared, which costs more than sampling
     itself at a few actions and dominates it at hundreds."""
     return jax.lax.associative_scan(jnp.add, x, axis=-1)
+
+
+def _running_sum(x: jax.Array) -> jax.Array:
+    """Inclusive cumulative sum along the last axis, added strictly in order (unrolled,
+    one add per entry): non-decreasing for x >= 0, and unchanged across a zero."""
+    sums = [x[..., 0]]
+    for i in range(1, x.shape[-1]):
+        sums.append(sums[-1] + x[..., i])
+    return jnp.stack(sums, axis=-1)
 
 
 def sample(key: jax.Array, logits: jax.Array) -> jax.Array:
@@ -44,14 +58,20 @@ def sample(key: jax.Array, logits: jax.Array) -> jax.Array:
     logits = logits.astype(jnp.promote_types(logits.dtype, jnp.float32))
     top = jnp.max(logits, axis=-1, keepdims=True)
     p = jnp.exp(logits - jnp.where(jnp.isfinite(top), top, 0.0))
-    possible = p > 0
-    cdf = prefix_sum(p)
-    u = jax.random.uniform(key, (*logits.shape[:-1], 1), cdf.dtype)
-    # `possible` guards against cumulative sums that do not repeat exactly across a
-    # zero: a parallel prefix sum adds in another order for each index.
-    hit = (cdf > u * cdf[..., -1:]) & possible
+    u = jax.random.uniform(key, (*logits.shape[:-1], 1), p.dtype)
     index = jnp.arange(logits.shape[-1], dtype=jnp.int32)
-    last = jnp.max(jnp.where(possible, index, 0), axis=-1)
+    last = jnp.max(jnp.where(p > 0, index, 0), axis=-1)  # the last action with p > 0
+    if logits.shape[-1] <= _IN_ORDER:
+        # Sums in order never decrease and repeat exactly across a zero, so the number of
+        # sums at or below the target is the first index past it, and has p > 0; it is A
+        # only where rounding put the target at the total.
+        cdf = _running_sum(p)
+        passed = jnp.sum(cdf <= u * cdf[..., -1:], axis=-1, dtype=jnp.int32)
+        return jnp.minimum(passed, last)
+    # A parallel prefix sum adds in another order for each index, so its sums may differ
+    # across a zero: the first index past the target is searched among p > 0 only.
+    cdf = prefix_sum(p)
+    hit = (cdf > u * cdf[..., -1:]) & (p > 0)
     return jnp.where(jnp.any(hit, axis=-1), jnp.argmax(hit, axis=-1), last).astype(jnp.int32)
 
 
