@@ -4,6 +4,13 @@ coplay beside OpenSpiel, PettingZoo and pgx, in one run.
     python benchmarks/selfplay.py                          # both games, every peer
     python benchmarks/selfplay.py --quick                  # short timings, no table written
     python benchmarks/selfplay.py --games connect_four --num-envs 256 --episodes 512
+    python benchmarks/selfplay.py --skip-peers openspiel,pettingzoo
+    python benchmarks/selfplay.py --before old.json        # before/after columns
+
+Before and after a change: run the script at the older commit, keep its
+benchmarks/results/selfplay.json aside (say old.json), then run it at the newer
+one with `--before old.json` on the same machine; the table gains the older
+games/s and the speed-up, row by row.
 
 Rows, for each game (coplay's envs are `coplay.make(name)`, which wrap pgx):
 
@@ -23,10 +30,17 @@ Rows, for each game (coplay's envs are `coplay.make(name)`, which wrap pgx):
   plays `--episodes` complete games (max_steps steps, no auto-reset).
   Inference only.
 - coplay random legal play: the same match with `random_policy` in both seats
-  (the environment wrapper without a network).
+  (the environment wrapper without a network). Its note gives its time per game
+  as a multiple of the pgx loop's below.
 - pgx random legal play: `jit(lax.scan(vmap(pgx_env.step)))` over
   `--episodes` games with uniformly random legal moves drawn inside the
-  compiled loop: the environment alone, an upper bound for everything above.
+  compiled loop by coplay's `sample_from_mask` (one random number per game),
+  every step's keys split before the loop, and each game's return summed as
+  `make_match` does: the environment alone, an upper bound for everything above.
+- pgx random legal play, Gumbel-max: the same loop drawing the moves with
+  `jax.random.categorical` over the legal mask (a Gumbel draw per action: pgx's
+  own `act_randomly` idiom, and how coplay sampled before), to show what the
+  sampling alone costs.
 - OpenSpiel: `pyspiel.load_game(name)` played to the end with random legal
   moves from a Python loop (`legal_actions`, `apply_action`), one game at a time.
 - PettingZoo classic `tictactoe_v3` / `connect_four_v3` AEC env, random legal
@@ -35,8 +49,9 @@ Rows, for each game (coplay's envs are `coplay.make(name)`, which wrap pgx):
 Env steps are moves played (one move of one game). JAX rows: the first call
 (compile and warm-up) is not timed; then the median of `--repeats` timed
 calls. Python rows: the median of `--repeats` timings, each playing games
-until `--min-seconds` have passed. A peer that is not installed gets a row
-saying so. Results go to benchmarks/results/selfplay.json and BENCHMARKS.md.
+until `--min-seconds` have passed. A peer that is not installed, or skipped with
+`--skip-peers`, gets a row saying so. Results go to
+benchmarks/results/selfplay.json and BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -68,6 +83,15 @@ GAMES = {
     "connect_four": "connect_four_v3",
 }
 OPENSPIEL = "OpenSpiel, Python loop"
+RANDOM = "coplay random legal play (make_match, random_policy)"
+PEERS = ("openspiel", "pettingzoo")
+
+
+def load_before(path: Path) -> tuple[dict[tuple[str, str], float], str]:
+    """(game, row) -> games/s of an earlier run's results/selfplay.json, and its machine."""
+    earlier = json.loads(path.read_text())
+    rates = {(r["game"], r["what"]): r["games_per_s"] for r in earlier["rows"] if "games_per_s" in r}
+    return rates, earlier.get("machine", "an unrecorded machine")
 
 
 def timed_calls(call, repeats: int) -> list[tuple[float, object]]:
@@ -159,7 +183,13 @@ def coplay_match(env, policy, params, episodes: int, repeats: int, what: str, no
 # ----------------------------------------------------------------------------- pgx
 
 
-def pgx_random(name: str, episodes: int, repeats: int) -> dict:
+def gumbel_from_mask(key: jax.Array, mask: jax.Array) -> jax.Array:
+    """A uniformly random True entry of each row by Gumbel-max: one draw per entry."""
+    return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf), axis=-1).astype(jnp.int32)
+
+
+def pgx_random(name: str, episodes: int, repeats: int, sampler=sample_from_mask,
+               what: str = "pgx random legal play (jit, vmap)") -> dict:
     import pgx
 
     env = pgx.make(name)
@@ -169,22 +199,23 @@ def pgx_random(name: str, episodes: int, repeats: int) -> dict:
         k_init, k_run = jax.random.split(key)
         state = jax.vmap(env.init)(jax.random.split(k_init, episodes))
 
-        def body(state, k):
-            k_act, k_step = jax.random.split(k)
+        def body(carry, keys):
+            state, returns = carry
             live = ~(state.terminated | state.truncated)
-            action = sample_from_mask(k_act, state.legal_action_mask)
-            state = jax.vmap(env.step)(state, action, jax.random.split(k_step, episodes))
-            return state, jnp.sum(live)
+            action = sampler(keys[0], state.legal_action_mask)
+            state = jax.vmap(env.step)(state, action, jax.random.split(keys[1], episodes))
+            # pgx pays nothing after the end, so the returns need no mask.
+            return (state, returns + state.rewards), jnp.sum(live)
 
-        state, moves = jax.lax.scan(body, state, jax.random.split(k_run, horizon))
-        return jnp.sum(moves), jnp.sum(state.terminated)
+        start = (state, jnp.zeros_like(state.rewards))
+        (state, returns), moves = jax.lax.scan(body, start, jax.random.split(k_run, (horizon, 2)))
+        return jnp.sum(moves), jnp.sum(state.terminated), returns
 
     play = jax.jit(play)
     keys = iter(jax.random.split(jax.random.PRNGKey(2), repeats + 1))
     calls = timed_calls(lambda: play(next(keys)), repeats)
-    assert all(int(done) == episodes for _, (_, done) in calls), "pgx games did not finish"
-    return row("pgx random legal play (jit, vmap)", rates([(s, episodes, float(m)) for s, (m, _) in calls]),
-               f"{episodes} games per call")
+    assert all(int(done) == episodes for _, (_, done, _) in calls), "pgx games did not finish"
+    return row(what, rates([(s, episodes, float(m)) for s, (m, _, _) in calls]), f"{episodes} games per call")
 
 
 # ----------------------------------------------------------------------------- Python peers
@@ -204,7 +235,9 @@ def python_rate(play_one, min_seconds: float, repeats: int) -> dict:
     return rates(timings)
 
 
-def openspiel_random(name: str, min_seconds: float, repeats: int) -> dict:
+def openspiel_random(name: str, min_seconds: float, repeats: int, skip: bool = False) -> dict:
+    if skip:
+        return row(OPENSPIEL, note="skipped (--skip-peers)")
     try:
         import pyspiel
     except ImportError:
@@ -222,8 +255,10 @@ def openspiel_random(name: str, min_seconds: float, repeats: int) -> dict:
     return row(OPENSPIEL, python_rate(play_one, min_seconds, repeats), "random legal moves, one game at a time")
 
 
-def pettingzoo_random(module: str, min_seconds: float, repeats: int) -> dict:
+def pettingzoo_random(module: str, min_seconds: float, repeats: int, skip: bool = False) -> dict:
     what = f"PettingZoo classic {module} (AEC), Python loop"
+    if skip:
+        return row(what, note="skipped (--skip-peers)")
     try:
         import importlib
 
@@ -277,6 +312,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="timed calls (JAX) or timings (Python); median")
     parser.add_argument("--min-seconds", type=float, default=2.0, help="length of one Python-peer timing")
     parser.add_argument("--quick", action="store_true", help="short timings; BENCHMARKS.md is not written")
+    parser.add_argument("--no-training", action="store_true",
+                        help="playing rows only (the policy plays with untrained parameters); BENCHMARKS.md is "
+                             "not written")
+    parser.add_argument("--skip-peers", default="", help="comma-separated peers not to run: " + ", ".join(PEERS))
+    parser.add_argument("--before", type=Path, default=None,
+                        help="results/selfplay.json of an earlier run (e.g. the previous commit) on this machine: "
+                             "adds its games/s and the speed-up to every row")
     args = parser.parse_args()
     if args.quick:
         args.repeats, args.min_seconds, args.updates = 2, 0.3, 2
@@ -284,37 +326,56 @@ def main() -> None:
     for name in games:
         if name not in GAMES:
             parser.error(f"unknown game {name!r}; valid: {', '.join(GAMES)}")
+    skip = set(filter(None, args.skip_peers.split(",")))
+    if skip - set(PEERS):
+        parser.error(f"unknown peer(s) {', '.join(sorted(skip - set(PEERS)))}; valid: {', '.join(PEERS)}")
+    before, before_machine = load_before(args.before) if args.before else ({}, "")
+    if before and before_machine != machine():
+        print(f"warning: the earlier run was on {before_machine}, this one is on {machine()}", flush=True)
 
     rows = []
     for name in games:
         env = coplay.make(name)
-        game_rows, trainer, state = coplay_training(env, args.num_envs, args.updates, args.repeats)
+        if args.no_training:
+            trainer = selfplay_ppo.SelfPlayPPO(selfplay_ppo.Config(num_envs=args.num_envs), env, num_updates=1)
+            game_rows, state = [], trainer.init(jax.random.PRNGKey(0))
+        else:
+            game_rows, trainer, state = coplay_training(env, args.num_envs, args.updates, args.repeats)
         policy, params = trainer.policy(), trainer.policy_params(state)
         game_rows.append(coplay_match(env, policy, params, args.episodes, args.repeats,
                                       "coplay self-play playing (policy vs policy, inference)",
                                       f"{args.episodes} games per call, the trainer's network in both seats"))
-        game_rows.append(coplay_match(env, random_policy(env), None, args.episodes, args.repeats,
-                                      "coplay random legal play (make_match, random_policy)",
-                                      f"{args.episodes} games per call"))
-        game_rows.append(pgx_random(name, args.episodes, args.repeats))
-        game_rows.append(openspiel_random(name, args.min_seconds, args.repeats))
-        game_rows.append(pettingzoo_random(GAMES[name], args.min_seconds, args.repeats))
+        random_row = coplay_match(env, random_policy(env), None, args.episodes, args.repeats, RANDOM,
+                                  f"{args.episodes} games per call")
+        pgx_row = pgx_random(name, args.episodes, args.repeats)
+        # Time per game against the pgx loop (the environment alone, same sampling).
+        random_row["x_pgx_time"] = pgx_row["games_per_s"] / random_row["games_per_s"]
+        random_row["note"] += f"; {random_row['x_pgx_time']:.2f}x the pgx loop's time per game"
+        game_rows += [random_row, pgx_row,
+                      pgx_random(name, args.episodes, args.repeats, gumbel_from_mask,
+                                 "pgx random legal play, Gumbel-max draws (jax.random.categorical)"),
+                      openspiel_random(name, args.min_seconds, args.repeats, "openspiel" in skip),
+                      pettingzoo_random(GAMES[name], args.min_seconds, args.repeats, "pettingzoo" in skip)]
         base = next((r.get("games_per_s") for r in game_rows if r["what"] == OPENSPIEL), None)
         for r in game_rows:
             r["game"] = name
             if base and "games_per_s" in r:
                 r["x_openspiel"] = r["games_per_s"] / base
+            if (name, r["what"]) in before and "games_per_s" in r:
+                r["before_games_per_s"] = before[name, r["what"]]
+                r["speedup"] = r["games_per_s"] / r["before_games_per_s"]
             speed = (f"{r['games_per_s']:12,.0f} games/s {r['steps_per_s']:12,.0f} steps/s"
                      if "games_per_s" in r else f"{'':>41}")
-            print(f"{name:12s} {r['what']:60s} {speed}  {r['note']}", flush=True)
+            then = f"  ({r['speedup']:.2f}x the earlier run's {r['before_games_per_s']:,.0f})" if "speedup" in r else ""
+            print(f"{name:12s} {r['what']:66s} {speed}  {r['note']}{then}", flush=True)
         rows += game_rows
 
-    if args.quick:
+    if args.quick or args.no_training:
         return
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "selfplay.json").write_text(json.dumps({"machine": machine(), "versions": versions(),
-                                                   "args": vars(args), "rows": rows}, indent=2))
+                                                   "args": vars(args), "rows": rows}, indent=2, default=str))
 
     defaults = selfplay_ppo.Config()
     lines = [
@@ -329,13 +390,16 @@ def main() -> None:
         f" {args.repeats} calls; Python rows: median of {args.repeats} timings of >= {args.min_seconds:g} s."
         " Env steps are moves. Ratios are against OpenSpiel's Python loop on the same game.",
         "",
-        "| game | what | games/s | env steps/s | x OpenSpiel Python loop | notes |",
-        "|---|---|---|---|---|---|",
+        "| game | what | games/s | env steps/s | x OpenSpiel Python loop | notes |"
+        + (" games/s before | speed-up |" if before else ""),
+        "|---|---|---|---|---|---|" + ("---|---|" if before else ""),
     ]
     for r in rows:
         ratio = f"{r['x_openspiel']:.2f}x" if "x_openspiel" in r else "–"
+        then = (f" {fmt(r.get('before_games_per_s'))} | "
+                + (f"{r['speedup']:.2f}x |" if "speedup" in r else "– |")) if before else ""
         lines.append(f"| {r['game']} | {r['what']} | {fmt(r.get('games_per_s'))} | {fmt(r.get('steps_per_s'))} | "
-                     f"{ratio} | {r['note']} |")
+                     f"{ratio} | {r['note']} |{then}")
     compile_s = ", ".join(f"{r['game']} {r['compile_s']:.1f} s" for r in rows
                           if r["what"].startswith("coplay self-play training"))
     lines += [
@@ -345,8 +409,14 @@ def main() -> None:
         " updates (early in training, so of near-random length). Every other row is play only (inference or"
         " random moves, no learning); the playing rows run each game from its reset to the end. JAX rows use"
         " both cores; OpenSpiel and PettingZoo play one game at a time on one core."
+        " The pgx loop draws its moves as `random_policy` does (one random number per game) and sums the"
+        " returns as `make_match` does; its Gumbel-max row draws one number per action instead, as coplay"
+        " sampled before, to show what the sampling alone costs."
         f" Training compile time (not in the figures): {compile_s}.",
     ]
+    if before:
+        lines.append(f"\nGames/s before: the earlier run in `{args.before.name}` ({before_machine}); speed-up ="
+                     " games/s now / games/s before.")
     write_section("selfplay", "\n".join(lines))
 
 

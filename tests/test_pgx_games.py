@@ -152,6 +152,48 @@ def test_connect_four_vertical_win_and_render():
     )
 
 
+# --- the adapter's game state is pgx's ------------------------------------------------------
+
+@pytest.mark.parametrize("game_id", ["tic_tac_toe", "connect_four", "leduc_holdem", "othello", "2048"])
+def test_game_state_follows_pgx_step(game_id):
+    # coplay runs pgx's generic Env.step by its parts (2048 replaces that step and goes
+    # through pgx's own); either way, with legal moves, every field of the game state,
+    # the observation and step count included, must be what pgx's step gives, also
+    # after the game has ended (zero rewards, nothing moves) and with chance moves.
+    import pgx
+
+    env, game = coplay.make(f"pgx:{game_id}"), pgx.make(game_id)
+    steps, games = min(env.spec.max_steps + 2, 40), 8
+
+    def run(key):
+        k_init, k_run = jax.random.split(key)
+        init_keys = jax.random.split(k_init, games)
+        ours, _ = jax.vmap(env.reset)(init_keys)
+        theirs = jax.vmap(game.init)(init_keys)
+
+        def body(c, k):
+            ours, theirs = c
+            k_act, k_step = jax.random.split(k)
+            action = jax.random.categorical(k_act, jnp.where(theirs.legal_action_mask, 0.0, -jnp.inf))
+            rows = jnp.broadcast_to(action[:, None], (games, env.num_agents)).astype(jnp.int32)
+            step_keys = jax.random.split(k_step, games)
+            ours, _ = jax.vmap(env.step)(ours, rows, step_keys)
+            theirs = jax.vmap(game.step)(theirs, action, step_keys)
+            return (ours, theirs), (ours.game, theirs)
+
+        _, (ours, theirs) = jax.lax.scan(body, (ours, theirs), jax.random.split(k_run, steps))
+        return ours, theirs
+
+    ours, theirs = jax.jit(run)(jax.random.PRNGKey(3))
+    flat_ours, tree_ours = jax.tree.flatten_with_path(ours)
+    flat_theirs, tree_theirs = jax.tree.flatten_with_path(theirs)
+    assert tree_ours == tree_theirs
+    for (path, a), (_, b) in zip(flat_ours, flat_theirs):
+        np.testing.assert_array_equal(a, b, err_msg=f"{game_id}: field {jax.tree_util.keystr(path)}")
+    if steps == env.spec.max_steps + 2:  # every game ended and was stepped on after
+        assert bool(np.asarray(theirs.terminated)[-1].all())
+
+
 # --- poker: rendering, longest game, zero-sum random play ---------------------------------
 
 def _deal(game: Game, cards, first: int = 0):

@@ -11,6 +11,7 @@ import pytest
 
 import coplay
 from coplay.algos import selfplay_ppo
+from coplay.algos.base import Policy
 from coplay.algos.common import opponent_pool
 from coplay.algos.common.matches import make_match, outcomes, random_policy
 from coplay.core.errors import ConfigError
@@ -98,6 +99,55 @@ def test_random_matches_are_zero_sum_and_record_the_first_mover():
     np.testing.assert_allclose(res["win"] + res["draw"] + res["loss"], 1.0)
     np.testing.assert_allclose(res["points"], np.where(ret[:, 0] > 0, 1.0, np.where(ret[:, 0] < 0, 0.0, 0.5)))
     assert np.all(np.asarray(out["length"]) >= 5)       # nobody wins tic-tac-toe in fewer than 5 moves
+
+
+def test_random_tic_tac_toe_matches_the_exact_odds():
+    # Uniformly random tic-tac-toe: the first mover wins 737/1260 of games, loses 121/420
+    # and draws 8/63. Both seats play random_policy, which acts with one draw per game.
+    env = coplay.make("tic_tac_toe")
+    games = 20_000
+    out = jax.jit(make_match(env, [random_policy(env), random_policy(env)], episodes=games))(
+        [None, None], jax.random.PRNGKey(11))
+    ret, first = np.asarray(out["return"]), np.asarray(out["first"])
+    mover = ret[np.arange(games), first]
+    for observed, exact in [((mover > 0).mean(), 737 / 1260), ((mover < 0).mean(), 121 / 420),
+                            ((mover == 0).mean(), 8 / 63)]:
+        assert abs(observed - exact) < 4.5 * np.sqrt(exact * (1 - exact) / games), (observed, exact)
+
+
+def test_simultaneous_seats_draw_their_own_random_actions():
+    # Rock-paper-scissors between random players: a third of the rounds each won, drawn,
+    # lost. (Seats that shared their random numbers would always draw.)
+    env = coplay.make("matrix", game="rps", rounds=1)
+    assert not env.spec.turn_based
+    games = 6_000
+    out = jax.jit(make_match(env, [random_policy(env), random_policy(env)], episodes=games))(
+        [None, None], jax.random.PRNGKey(12))
+    ret = np.asarray(out["return"])[:, 0]
+    for outcome in (1.0, 0.0, -1.0):
+        assert abs((ret == outcome).mean() - 1 / 3) < 4.5 * np.sqrt(2 / 9 / games)
+
+
+def test_equal_seats_of_a_turn_based_game_act_in_one_call():
+    # A turn-based game plays only the mover's action, so seats with an equal policy and
+    # the same parameters are asked once per step; other seats, and every seat of a
+    # simultaneous game, are asked on their own.
+    def counted(env, calls):
+        def act(params, obs, mask, key, carry, reset):
+            calls.append(params)
+            return random_policy(env).act(params, obs, mask, key, carry, reset)
+        return Policy(act=act, initial_carry=random_policy(env).initial_carry, env=env)
+
+    ttt, rps = coplay.make("tic_tac_toe"), coplay.make("matrix", game="rps", rounds=1)
+    for env, params, same, expected in [(ttt, [None, None], True, 1), (ttt, [None, None], False, 2),
+                                        (ttt, [jnp.zeros(1), jnp.zeros(1)], True, 2),
+                                        (rps, [None, None], True, 2)]:
+        calls: list = []
+        first = counted(env, calls)
+        seats = [first, first if same else counted(env, calls)]
+        jax.eval_shape(make_match(env, seats, episodes=4), params, jax.random.PRNGKey(0))
+        assert len(calls) == expected, (env.spec.name, same, params)
+    assert random_policy(ttt) == random_policy(ttt) and random_policy(ttt) != random_policy(rps)
 
 
 def test_minimax_never_loses_even_after_random_openings():

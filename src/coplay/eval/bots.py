@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.algos.base import Policy
-from coplay.algos.common.matches import no_carry, random_policy, sample_from_mask
+from coplay.algos.common.matches import no_carry, random_legal_actions, random_policy
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError, unknown_name
 
@@ -85,7 +85,8 @@ def tic_tac_toe_minimax(env: Env) -> Policy:
         best = table[code] & mask
         # Rows with no optimal legal move (agents not to move, finished games) play any legal move.
         best = jnp.where(best.any(axis=-1, keepdims=True), best, mask)
-        return sample_from_mask(key, best), carry
+        # Tic-tac-toe is turn-based: one random number per game serves both rows.
+        return random_legal_actions(key, best, turn_based=True), carry
 
     return Policy(act=act, initial_carry=no_carry, env=env)
 

@@ -114,6 +114,10 @@ class PgxEnv(Env):
         self.max_steps = max_steps
         self.history_len = min(max_steps, HISTORY)
         self.penalty = float(getattr(self.game, "_illegal_action_penalty", -1.0))
+        # Games that keep pgx's generic step (most board and card games; not 2048,
+        # MinAtar or backgammon, which replace it) are stepped by its parts (`_play`).
+        core = getattr(pgx, "core", None)
+        self._generic_step = core is not None and type(self.game).step is getattr(core.Env, "step", None)
 
         shapes = jax.eval_shape(lambda k: self._views(self.game.init(k)), jax.random.PRNGKey(0))
         mask = jax.eval_shape(lambda k: self.game.init(k).legal_action_mask, jax.random.PRNGKey(0))
@@ -143,12 +147,14 @@ class PgxEnv(Env):
         # implements _observe(state, player_id), which is the per-player view.
         return jnp.stack([self.game._observe(game_state, jnp.int32(i)) for i in range(self.n)])
 
-    def _timestep(self, state: PgxState, reward: jax.Array, illegal: jax.Array, ended: jax.Array) -> TimeStep:
+    def _timestep(self, state: PgxState, reward: jax.Array, illegal: jax.Array, ended: jax.Array,
+                  views: jax.Array | None = None) -> TimeStep:
+        """The TimeStep of `state`; `views`: its `_views`, where already computed."""
         g = state.game
         done = g.terminated | g.truncated
         active = jax.nn.one_hot(g.current_player, self.n, dtype=jnp.bool_) & ~done
         mask = jnp.where(active[:, None], g.legal_action_mask[None, :].astype(bool), True)
-        obs = self._views(g).astype(jnp.float32)
+        obs = (self._views(g) if views is None else views).astype(jnp.float32)
         global_state = jnp.concatenate([obs.reshape(-1), active.astype(jnp.float32)])
         return TimeStep(
             obs=obs, reward=reward, done=done, truncated=g.truncated & ~g.terminated,
@@ -183,12 +189,15 @@ class PgxEnv(Env):
         illegal = ~over & ~legal
 
         # pgx always receives a legal action; an illegal one is replaced by a forfeit.
-        played = self.game.step(g, jnp.where(legal, action, jnp.argmax(g.legal_action_mask)), key)
+        played = self._play(g, over, jnp.where(legal, action, jnp.argmax(g.legal_action_mask)), key)
         forfeit = self._forfeit(g, mover)
         g = jax.tree.map(lambda f, p: jnp.where(illegal, f, p), forfeit, played)
 
         steps = state.steps + (~over).astype(jnp.int32)
         g = g.replace(truncated=g.truncated | (~g.terminated & (steps >= self.max_steps)))
+        views = self._views(g)
+        if self._generic_step:  # pgx's step ends by observing the new position for its mover
+            g = g.replace(observation=views[g.current_player])
         row = jnp.where(~over & (state.steps < self.history_len), state.steps, self.history_len)
         state = PgxState(
             game=g,
@@ -199,14 +208,30 @@ class PgxEnv(Env):
         ended = ~over & (g.terminated | g.truncated)
         reward = g.rewards.astype(jnp.float32)
         illegal_by = jax.nn.one_hot(mover, self.n, dtype=jnp.bool_) & illegal
-        return state, self._timestep(state, reward, illegal_by, ended)
+        return state, self._timestep(state, reward, illegal_by, ended, views)
+
+    def _play(self, g, over: jax.Array, action: jax.Array, key: jax.Array):
+        """pgx's `step` of game state `g` with a legal `action` ([] int32); `over`: `g` has ended.
+
+        Where the game keeps pgx's generic `Env.step`, its parts run here, for the same
+        state: without its branch (`cond`) for an illegal action, which coplay handles
+        itself, and without its `cond`s for a finished game, which under `vmap` become
+        selects of every field of the state. Its last part, the mover's observation of
+        the new position, is taken in `_step` from every player's views, which the
+        TimeStep needs anyway."""
+        if not self._generic_step:
+            return self.game.step(g, action, key)
+        played = self.game._step(g.replace(_step_count=g._step_count + 1), action, key)
+        # As pgx: every action is legal in an ended game (so masks never go empty), and a
+        # finished game stays as it is, with zero rewards.
+        played = played.replace(legal_action_mask=played.legal_action_mask | played.terminated)
+        stay = g.replace(rewards=jnp.zeros_like(g.rewards))
+        return jax.tree.map(lambda s, p: jnp.where(over, s, p), stay, played)
 
     def _forfeit(self, g, mover: jax.Array):
         """The game `g` ended by `mover`'s illegal action, the move itself not played."""
-        if self.n == 1:
-            rewards = jnp.full((1,), self.penalty, jnp.float32)
-        else:
-            rewards = jnp.full((self.n,), -self.penalty / (self.n - 1), jnp.float32).at[mover].set(self.penalty)
+        others = -self.penalty / (self.n - 1) if self.n > 1 else self.penalty
+        rewards = jnp.where(jnp.arange(self.n) == mover, self.penalty, others).astype(jnp.float32)
         return g.replace(
             rewards=rewards.astype(g.rewards.dtype),
             terminated=jnp.ones_like(g.terminated),

@@ -18,8 +18,61 @@ def masked_logits(logits: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.where(mask | ~any_legal, logits, _MASKED)
 
 
+# Rows of up to this many actions are summed one action after another, unrolled;
+# longer rows by a parallel prefix sum.
+_IN_ORDER = 32
+
+
+def prefix_sum(x: jax.Array) -> jax.Array:
+    """Inclusive cumulative sum along the last axis: [..., A] -> [..., A].
+
+    A parallel prefix sum (`lax.associative_scan`): `jnp.cumsum` compiles on CPU to a
+    windowed sum whose work grows with A squared, which costs more than sampling
+    itself at a few actions and dominates it at hundreds."""
+    return jax.lax.associative_scan(jnp.add, x, axis=-1)
+
+
+def _running_sum(x: jax.Array) -> jax.Array:
+    """Inclusive cumulative sum along the last axis, added strictly in order (unrolled,
+    one add per entry): non-decreasing for x >= 0, and unchanged across a zero."""
+    sums = [x[..., 0]]
+    for i in range(1, x.shape[-1]):
+        sums.append(sums[-1] + x[..., i])
+    return jnp.stack(sums, axis=-1)
+
+
 def sample(key: jax.Array, logits: jax.Array) -> jax.Array:
-    return jax.random.categorical(key, logits).astype(jnp.int32)
+    """One action per row of `logits` [..., A], drawn with probability softmax(logits):
+    [...] int32.
+
+    Inverse CDF with one uniform number u per row: with p = exp(logits - max) and
+    cumulative sums c, the action is the first index i with c_i > u * c_{A-1}. That
+    is exact up to float32 rounding of the sums, and it draws one number per row
+    where the Gumbel-max trick (`jax.random.categorical`) draws A, which costs more
+    than everything else a small policy does when acting. Only actions with p > 0 are
+    ever returned: masked logits (-1e9, see `masked_logits`) are never chosen while
+    some logit of the row is larger than -1e9 + 100, and rounding that puts u * c_{A-1}
+    at or past the total yields the last such action, never an index after it. A row
+    whose logits are all -inf has no distribution and gives 0.
+    """
+    logits = logits.astype(jnp.promote_types(logits.dtype, jnp.float32))
+    top = jnp.max(logits, axis=-1, keepdims=True)
+    p = jnp.exp(logits - jnp.where(jnp.isfinite(top), top, 0.0))
+    u = jax.random.uniform(key, (*logits.shape[:-1], 1), p.dtype)
+    index = jnp.arange(logits.shape[-1], dtype=jnp.int32)
+    last = jnp.max(jnp.where(p > 0, index, 0), axis=-1)  # the last action with p > 0
+    if logits.shape[-1] <= _IN_ORDER:
+        # Sums in order never decrease and repeat exactly across a zero, so the number of
+        # sums at or below the target is the first index past it, and has p > 0; it is A
+        # only where rounding put the target at the total.
+        cdf = _running_sum(p)
+        passed = jnp.sum(cdf <= u * cdf[..., -1:], axis=-1, dtype=jnp.int32)
+        return jnp.minimum(passed, last)
+    # A parallel prefix sum adds in another order for each index, so its sums may differ
+    # across a zero: the first index past the target is searched among p > 0 only.
+    cdf = prefix_sum(p)
+    hit = (cdf > u * cdf[..., -1:]) & (p > 0)
+    return jnp.where(jnp.any(hit, axis=-1), jnp.argmax(hit, axis=-1), last).astype(jnp.int32)
 
 
 def log_prob(logits: jax.Array, actions: jax.Array) -> jax.Array:

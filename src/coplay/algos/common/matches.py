@@ -27,6 +27,7 @@ import jax.numpy as jnp
 from coplay.algos.base import Policy
 from coplay.core.env import Env, Wrapper
 from coplay.core.errors import ConfigError
+from coplay.nets.distributions import prefix_sum
 from coplay.wrappers import AutoReset, EpisodeStats
 
 # Wrappers that leave observations, masks and actions as they are: a policy
@@ -77,20 +78,72 @@ def no_carry(batch: tuple[int, ...]) -> jax.Array:
     return jnp.zeros((*batch, 0), jnp.float32)
 
 
+def _pick(bits: jax.Array, mask: jax.Array) -> jax.Array:
+    """The (bits mod k)-th of the k True entries of each row of `mask` [..., A], with
+    uint32 `bits` broadcastable to [...]: [...] int32; 0 where a row has no True entry."""
+    if mask.shape[-1] <= 32:
+        return _pick_in_word(bits, mask)
+    count = jnp.sum(mask, axis=-1, dtype=jnp.int32)
+    rank = (bits % jnp.maximum(count, 1).astype(jnp.uint32)).astype(jnp.int32)
+    # The chosen entry is the first whose running count of True entries passes `rank`.
+    seen = prefix_sum(mask.astype(jnp.int32))
+    return jnp.argmax(seen > rank[..., None], axis=-1).astype(jnp.int32)
+
+
+def _pick_in_word(bits: jax.Array, mask: jax.Array) -> jax.Array:
+    """`_pick` for A <= 32: each row packed into the bits of one uint32, and the chosen
+    bit found by halving (count the set bits of the lower half; if the rank is past
+    them, move to the upper half), five steps of work per row instead of a prefix sum
+    over the row, which costs more than the random number at a few actions."""
+    a = mask.shape[-1]
+    word = jnp.sum(mask.astype(jnp.uint32) << jnp.arange(a, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)
+    count = jax.lax.population_count(word)
+    rank = bits % jnp.maximum(count, 1)
+    index = jnp.zeros(word.shape, jnp.uint32)
+    for width in (16, 8, 4, 2, 1):
+        lower = jax.lax.population_count(word & jnp.uint32((1 << width) - 1))
+        up = rank >= lower
+        rank = jnp.where(up, rank - lower, rank)
+        index = jnp.where(up, index + width, index)
+        word = jnp.where(up, word >> width, word)
+    return jnp.where(count > 0, index, 0).astype(jnp.int32)
+
+
 def sample_from_mask(key: jax.Array, mask: jax.Array) -> jax.Array:
-    """A uniformly random True entry of each row of `mask` ([..., A] bool)."""
-    logits = jnp.where(mask, 0.0, -jnp.inf)
-    return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+    """A uniformly random True entry of each row of `mask` ([..., A] bool): [...] int32.
+    A row with no True entry gives 0.
+
+    One random 32-bit number per row, reduced modulo the row's number of True
+    entries (a bias below A / 2**32), instead of a Gumbel draw per entry."""
+    return _pick(jax.random.bits(key, mask.shape[:-1], jnp.uint32), mask)
+
+
+def random_legal_actions(key: jax.Array, mask: jax.Array, turn_based: bool) -> jax.Array:
+    """A uniformly random legal action for every agent row: mask [..., N, A] -> [..., N] int32.
+
+    In a turn-based game only the mover's action is played, so one random number per
+    game serves every row (each row still gets a uniform choice among its own legal
+    actions); in a simultaneous game each agent draws its own, as `sample_from_mask`."""
+    if not turn_based or mask.ndim < 2:
+        return sample_from_mask(key, mask)
+    return _pick(jax.random.bits(key, (*mask.shape[:-2], 1), jnp.uint32), mask)
+
+
+def _random_turns(params, obs, mask, key, carry, reset):
+    return random_legal_actions(key, mask, True), carry
+
+
+def _random_each(params, obs, mask, key, carry, reset):
+    return random_legal_actions(key, mask, False), carry
 
 
 def random_policy(env: Env) -> Policy:
     """Uniformly random legal actions: the baseline every competitive policy is first measured against.
-    It has no parameters: pass `None`."""
-
-    def act(params, obs, mask, key, carry, reset):
-        return sample_from_mask(key, mask), carry
-
-    return Policy(act=act, initial_carry=no_carry, env=env)
+    It has no parameters: pass `None`. In turn-based games (`env.spec.turn_based`) the
+    agents of one game share one random number (only the mover's action is played);
+    in simultaneous games every agent draws its own. Random policies for one
+    environment compare equal, so `make_match` plays several seats of them with one draw."""
+    return Policy(act=_random_turns if env.spec.turn_based else _random_each, initial_carry=no_carry, env=env)
 
 
 def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_moves: int = 0):
@@ -110,6 +163,7 @@ def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_move
         raise ConfigError(f"opening_moves={opening_moves!r} must be an integer >= 0")
     check_same_env(env, list(policies))
     horizon = env.spec.max_steps
+    turn_based = env.spec.turn_based
 
     def play(params: Sequence[Any], key: jax.Array) -> dict[str, jax.Array]:
         k_reset, k_run = jax.random.split(key)
@@ -120,21 +174,33 @@ def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_move
         acc = {"return": zeros, "illegal": zeros.astype(bool), "length": jnp.zeros(episodes, jnp.int32),
                "finished": jnp.zeros(episodes, bool)}
         reset = jnp.ones(episodes, bool)
+        # In a turn-based game only the mover's action is played, so every seat and the
+        # random opening act on one key per step: no game's outcome depends on two of their
+        # draws. Seats that then make the same call (an equal policy with the same
+        # parameters, e.g. random players) make it once: twin[i] is the first such seat.
+        # Simultaneous seats draw apart.
+        twin = [next((j for j in range(i) if turn_based and policies[j] == policies[i] and params[j] is params[i]),
+                     i) for i in range(n)]
+        # All keys are split here at once (a split per step costs as much as a random
+        # player's draw). Per step: one key for the seats and the opening, then one for
+        # the environment; simultaneous games: one per seat, the opening's, the environment's.
+        per_step = 2 if turn_based else n + 2
 
         def body(c, x):
             state, ts, carries, acc, reset = c
-            t, k = x
-            keys = jax.random.split(k, n + 2)
-            actions, new_carries = [], []
+            t, keys = x
+            outs: list[tuple[jax.Array, Any]] = []
             for i, (policy, p) in enumerate(zip(policies, params)):
-                a, carry = policy.act(p, ts.obs, ts.action_mask, keys[i], carries[i], reset)
-                actions.append(a[:, i])
-                new_carries.append(carry)
-            action = jnp.stack(actions, axis=1)
+                key = keys[0 if turn_based else i]
+                outs.append(outs[twin[i]] if twin[i] < i
+                            else policy.act(p, ts.obs, ts.action_mask, key, carries[i], reset))
+            action = jnp.stack([a[:, i] for i, (a, _) in enumerate(outs)], axis=1)
+            new_carries = [carry for _, carry in outs]
             if opening_moves:
-                random = sample_from_mask(keys[n], ts.action_mask).astype(action.dtype)
+                k_open = keys[0 if turn_based else n]
+                random = random_legal_actions(k_open, ts.action_mask, turn_based).astype(action.dtype)
                 action = jnp.where(t < opening_moves, random, action)
-            state, nts = jax.vmap(env.step)(state, action, jax.random.split(keys[n + 1], episodes))
+            state, nts = jax.vmap(env.step)(state, action, jax.random.split(keys[-1], episodes))
             live = ~acc["finished"]
             illegal = nts.info.get("illegal_action", jnp.zeros((episodes, n), bool))
             acc = {
@@ -145,7 +211,7 @@ def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_move
             }
             return (state, nts, new_carries, acc, jnp.zeros_like(reset)), None
 
-        steps = (jnp.arange(horizon), jax.random.split(k_run, horizon))
+        steps = (jnp.arange(horizon), jax.random.split(k_run, (horizon, per_step)))
         (_, _, _, acc, _), _ = jax.lax.scan(body, (state, ts, carries, acc, reset), steps)
         return {**acc, "first": first}
 
