@@ -11,6 +11,7 @@ the same shape, so it reads back into the same Experiment."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,21 +160,31 @@ class Experiment:
 
 def parse_overrides(args: list[str], base: Experiment | None = None) -> Experiment:
     """Apply `key=value` overrides to `base` (default config when None)."""
+    return apply_overrides(args, base, Experiment, RunConfig, lambda name: get_algo(name).name,
+                           "e.g. algo=ippo, algo.lr=3e-4, seeds=8")
+
+
+def apply_overrides(args: list[str], base: Any, experiment: type[Any], run_class: type[Any],
+                    algo_name: Callable[[str], str], example: str) -> Any:
+    """The override grammar shared by `coplay train` and `coplay solve`: `key=value`
+    pairs applied to `base` (an `experiment` instance, or None for its defaults).
+    `algo=` and `env=` are read first, and choosing another algorithm or environment
+    starts from its defaults (`algo_name` checks the name and gives its canonical
+    form); then `algo.<field>`, `env.<field>` and the fields of `run_class`."""
     pairs = []
     for arg in args:
         if "=" not in arg:
-            raise ConfigError(f"override {arg!r} is not of the form key=value (e.g. algo=ippo, algo.lr=3e-4, seeds=8)")
+            raise ConfigError(f"override {arg!r} is not of the form key=value ({example})")
         key, value = arg.split("=", 1)
         pairs.append((key.strip(), value))
     d = base.to_dict() if base is not None else {}
-    # Choosing another algorithm or environment starts from its defaults.
     for key, value in pairs:
         if key in ("algo", "algo.name"):
-            d["algo"] = {"name": get_algo(value).name}
+            d["algo"] = {"name": algo_name(value)}
         elif key in ("env", "env.name"):
             ENVS.get(value)
             d["env"] = {"name": value}
-    exp = Experiment.from_dict(d)
+    exp = experiment.from_dict(d)
     algo_cfg, env_cfg, run = exp.algo_config, dict(exp.env_config), exp.run
     env_params = ENVS.parameters(exp.env)
     for key, value in pairs:
@@ -187,11 +198,11 @@ def parse_overrides(args: list[str], base: Experiment | None = None) -> Experime
                 raise unknown_name(f"parameter of environment {exp.env!r}:", name, env_params)
             env_cfg[name] = value
         else:
-            if key not in fields(RunConfig):
-                raise unknown_name("config field", key, [*fields(RunConfig), "algo", "env", "algo.<field>",
+            if key not in fields(run_class):
+                raise unknown_name("config field", key, [*fields(run_class), "algo", "env", "algo.<field>",
                                                          "env.<field>"])
             run = set_field(run, key, value)
-    exp = Experiment(algo=exp.algo, env=exp.env, algo_config=algo_cfg, env_config=env_cfg, run=run)
+    exp = experiment(algo=exp.algo, env=exp.env, algo_config=algo_cfg, env_config=env_cfg, run=run)
     exp.validate()
     return exp
 

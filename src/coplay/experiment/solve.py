@@ -45,6 +45,7 @@ from coplay.core.env import Env
 from coplay.core.errors import ConfigError, UnknownNameError, unknown_name
 from coplay.core.registry import ENVS, Entry
 from coplay.experiment.checkpoint import atomic_write
+from coplay.experiment.config import apply_overrides
 from coplay.experiment.report import plot_series, write_csv
 from coplay.experiment.runner import new_run_dir
 
@@ -167,40 +168,9 @@ def parse_overrides(args: list[str], base: SolveExperiment | None = None) -> Sol
     """Apply `key=value` overrides to `base` (the defaults when None). Choosing another
     solver or game starts from its defaults; with no game named at all, the solver's
     default game is used."""
-    pairs = []
-    for arg in args:
-        if "=" not in arg:
-            raise ConfigError(f"override {arg!r} is not of the form key=value "
-                              "(e.g. algo=cfr, env=tree:leduc_holdem, algo.iterations=1000)")
-        key, value = arg.split("=", 1)
-        pairs.append((key.strip(), value))
-    d = base.to_dict() if base is not None else {}
-    for key, value in pairs:
-        if key in ("algo", "algo.name"):
-            d["algo"] = {"name": get_solver(value).name}
-        elif key in ("env", "env.name"):
-            ENVS.get(value)
-            d["env"] = {"name": value}
-    exp = SolveExperiment.from_dict(d)
-    algo_cfg, env_cfg, run = exp.algo_config, dict(exp.env_config), exp.run
-    env_params = ENVS.parameters(exp.env)
-    for key, value in pairs:
-        if key in ("algo", "algo.name", "env", "env.name"):
-            continue
-        if key.startswith("algo."):
-            algo_cfg = set_field(algo_cfg, key[5:], value, "algo.")
-        elif key.startswith("env."):
-            name = key[4:]
-            if name not in env_params:
-                raise unknown_name(f"parameter of environment {exp.env!r}:", name, env_params)
-            env_cfg[name] = value
-        else:
-            if key not in fields(SolveRunConfig):
-                raise unknown_name("config field", key, [*fields(SolveRunConfig), "algo", "env", "algo.<field>",
-                                                         "env.<field>"])
-            run = set_field(run, key, value)
-    exp = SolveExperiment(algo=exp.algo, env=exp.env, algo_config=algo_cfg, env_config=env_cfg, run=run)
-    exp.validate()
+    exp: SolveExperiment = apply_overrides(args, base, SolveExperiment, SolveRunConfig,
+                                           lambda name: get_solver(name).name,
+                                           "e.g. algo=cfr, env=tree:leduc_holdem, algo.iterations=1000")
     return exp
 
 
