@@ -106,6 +106,12 @@ def chunk_function(p: Plan):
     def one_seed(state):
         return jax.lax.scan(lambda s, _: trainer.update(s), state, None, length=p.updates_per_chunk)
 
+    if p.exp.run.seeds == 1:  # no vmap over a seed axis of size 1: batching costs time in every op
+        def only_seed(state):
+            out = one_seed(jax.tree.map(lambda x: x[0], state))
+            return jax.tree.map(lambda x: x[None], out)
+
+        return jax.jit(only_seed, donate_argnums=0)
     return jax.jit(jax.vmap(one_seed), donate_argnums=0)
 
 

@@ -46,19 +46,21 @@ def rollout(env: Env, act: ActFn, env_state: Any, ts: TimeStep, policy_carry: An
     sees the batched TimeStep ([E, ...]). Returns the final (env_state, ts,
     policy_carry) and the stacked transitions [length, E, ...]."""
     num_envs = ts.done.shape[0]
+    # Every key of the rollout in one draw (per step: the policy's, then one per
+    # environment) instead of two splits inside every step.
+    keys = jax.random.split(key, (length, num_envs + 1))
 
-    def body(carry, step_key):
+    def body(carry, step_keys):
         env_state, ts, policy_carry = carry
-        k_act, k_env = jax.random.split(step_key)
-        policy_carry, action, extras = act(policy_carry, ts, k_act)
-        env_state, next_ts = jax.vmap(env.step)(env_state, action, jax.random.split(k_env, num_envs))
+        policy_carry, action, extras = act(policy_carry, ts, step_keys[0])
+        env_state, next_ts = jax.vmap(env.step)(env_state, action, step_keys[1:])
         step = Transition(
             ts=ts.replace(info={}), action=action, reward=next_ts.reward, done=next_ts.done,
             truncated=next_ts.truncated, info=next_ts.info, extras=extras,
         )
         return (env_state, next_ts, policy_carry), step
 
-    return jax.lax.scan(body, (env_state, ts, policy_carry), jax.random.split(key, length))
+    return jax.lax.scan(body, (env_state, ts, policy_carry), keys)
 
 
 def reset_envs(env: Env, key: jax.Array, num_envs: int) -> tuple[Any, TimeStep]:
