@@ -11,7 +11,7 @@ the same shape, so it reads back into the same Experiment."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,17 +82,57 @@ def _drop_legacy_fields(algo: str, values: dict) -> dict:
     return out
 
 
-def result_dict(exp: Experiment) -> dict:
+def result_dict(exp: ConfigFile) -> dict:
     """The config as a dict without the run fields that do not change results:
     two runs with equal result dicts compute the same thing."""
     d = exp.to_dict()
-    for k in RESUMABLE:
+    run_class = type(exp.run)
+    for k in set(fields(run_class)) - set(result_fields(run_class)):
         d.pop(k, None)
     return d
 
 
+class ConfigFile:
+    """What a training run's and a solve's configs share: an algorithm (or solver)
+    with its config, an environment with its fields, the run's fields, and
+    config.yaml written and read back."""
+
+    algo: str
+    env: str
+    algo_config: Any
+    env_config: dict
+    run: Any
+
+    def validate(self) -> None:
+        """Check every value's type and range (cheap; no environment or network is built)."""
+        check(self.run)
+        check(self.algo_config, "algo.")
+
+    def to_dict(self) -> dict:
+        return {
+            "algo": {"name": self.algo, **dataclasses.asdict(self.algo_config)},
+            "env": {"name": self.env, **self.env_config},
+            **dataclasses.asdict(self.run),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def load(cls, path: Path) -> Any:
+        try:
+            data = yaml.safe_load(Path(path).read_text())
+        except FileNotFoundError as e:
+            raise ConfigError(f"no config.yaml at {path}") from e
+        return cls.from_dict(data or {})
+
+
 @dataclass
-class Experiment:
+class Experiment(ConfigFile):
     algo: str = DEFAULT_ALGO
     env: str = DEFAULT_ENV
     algo_config: Any = None
@@ -121,20 +161,8 @@ class Experiment:
                 resolved[k] = parse_scalar(v) if isinstance(v, str) else v
         self.env_config = resolved
 
-    def validate(self) -> None:
-        """Check every value's type and range (cheap; no environment or network is built)."""
-        check(self.run)
-        check(self.algo_config, "algo.")
-
-    def to_dict(self) -> dict:
-        return {
-            "algo": {"name": self.algo, **dataclasses.asdict(self.algo_config)},
-            "env": {"name": self.env, **self.env_config},
-            **dataclasses.asdict(self.run),
-        }
-
     @classmethod
-    def from_dict(cls, d: dict) -> Experiment:
+    def from_dict(cls, d: Mapping[str, Any]) -> Experiment:
         d = dict(d)
         algo = dict(d.pop("algo", {}) or {})
         env = dict(d.pop("env", {}) or {})
@@ -146,16 +174,6 @@ class Experiment:
         exp.run = run
         return exp
 
-    def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_dict(), sort_keys=False)
-
-    @classmethod
-    def load(cls, path: Path) -> Experiment:
-        try:
-            data = yaml.safe_load(Path(path).read_text())
-        except FileNotFoundError as e:
-            raise ConfigError(f"no config.yaml at {path}") from e
-        return cls.from_dict(data or {})
 
 
 def parse_overrides(args: list[str], base: Experiment | None = None) -> Experiment:

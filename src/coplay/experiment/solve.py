@@ -25,7 +25,6 @@ directory, the summary and the solver's `SolveResult`.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import time
@@ -36,16 +35,15 @@ from typing import Any
 
 import jax
 import numpy as np
-import yaml
 
 from coplay.algos import ALGOS
 from coplay.algos.solvers import SOLVERS, SolveResult, game_tree, solver_config_class, validate
-from coplay.core.config import check, coerce_value, describe, fields, param, parse_scalar, result_fields, set_field
+from coplay.core.config import coerce_value, describe, param, parse_scalar, set_field
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError, UnknownNameError, unknown_name
 from coplay.core.registry import ENVS, Entry
 from coplay.experiment.checkpoint import atomic_write
-from coplay.experiment.config import apply_overrides
+from coplay.experiment.config import ConfigFile, apply_overrides
 from coplay.experiment.report import plot_series, write_csv
 from coplay.experiment.runner import new_run_dir
 
@@ -91,7 +89,7 @@ def resolve_env_config(env: str, values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(init=False)
-class SolveExperiment:
+class SolveExperiment(ConfigFile):
     """A solver, a game and the run's fields; `to_dict` is config.yaml's shape.
 
     Built with `env=None`, it plays the solver's default game; `algo_config` may be
@@ -123,15 +121,6 @@ class SolveExperiment:
         self.env_config = resolve_env_config(self.env, env_config or {})
         self.run = run if run is not None else SolveRunConfig()
 
-    def validate(self) -> None:
-        """Check every value's type and range (cheap; no environment is built)."""
-        check(self.run)
-        check(self.algo_config, "algo.")
-
-    def to_dict(self) -> dict:
-        return {"algo": {"name": self.algo, **dataclasses.asdict(self.algo_config)},
-                "env": {"name": self.env, **self.env_config}, **dataclasses.asdict(self.run)}
-
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SolveExperiment:
         d = dict(d)
@@ -143,25 +132,6 @@ class SolveExperiment:
         return cls(algo=algo.pop("name", DEFAULT_SOLVER), env=env.pop("name", None), algo_config=algo,
                    env_config=env, run=run)
 
-    def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_dict(), sort_keys=False)
-
-    @classmethod
-    def load(cls, path: Path) -> SolveExperiment:
-        try:
-            data = yaml.safe_load(Path(path).read_text())
-        except FileNotFoundError as e:
-            raise ConfigError(f"no config.yaml at {path}") from e
-        return cls.from_dict(data or {})
-
-
-def result_dict(exp: SolveExperiment) -> dict:
-    """The config as a dict without the run fields that do not change results:
-    two solves with equal result dicts compute the same thing."""
-    d = exp.to_dict()
-    for k in set(fields(SolveRunConfig)) - set(result_fields(SolveRunConfig)):
-        d.pop(k, None)
-    return d
 
 
 def parse_overrides(args: list[str], base: SolveExperiment | None = None) -> SolveExperiment:

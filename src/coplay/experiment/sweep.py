@@ -413,7 +413,7 @@ def _safe(name: str) -> str:
 def _config_hash(exp: Any) -> str:
     """A hash of the resolved config's fields that change results, seeds apart, so
     `lr=1e-3` and `lr=0.001` are the same configuration and any change is a new one."""
-    d = solving.result_dict(exp) if isinstance(exp, solving.SolveExperiment) else result_dict(exp)
+    d = result_dict(exp)
     for k in ("seed", "seeds"):
         d.pop(k, None)
     return _digest(d)
