@@ -76,11 +76,13 @@ def test_two_step_game_under_uniform_exploration(algo, expected):
 
 
 def test_two_step_game_value_factorisation_beats_independent_learners():
-    vdn, _ = _final(TWO_STEP + ["algo=vdn"])
-    qmix, _ = _final(TWO_STEP + ["algo=qmix"])
-    iql, _ = _final(TWO_STEP + ["algo=iql"])
+    # 16 seeds: "mostly" is a frequency, and 4 seeds of IQL have read both 3 of 4 and 1 of 4.
+    sixteen = [a for a in TWO_STEP if not a.startswith("seeds=")] + ["seeds=16"]
+    vdn, _ = _final(sixteen + ["algo=vdn"])
+    qmix, _ = _final(sixteen + ["algo=qmix"])
+    iql, _ = _final(sixteen + ["algo=iql"])
     assert np.all(vdn == 8.0) and np.all(qmix == 8.0), (vdn, qmix)
-    assert np.sum(iql == 7.0) >= 3, iql  # of 4 seeds (these seeds: 7, 7, 7, 8)
+    assert np.sum(iql == 7.0) > 8, iql  # most of 16 seeds (these seeds: 11 at 7, 5 at 8)
 
 
 # Two agents, one food that needs both of them (force_coop), 5x5, 25 steps.
