@@ -211,12 +211,13 @@ def _classes():
     """The two PettingZoo classes, defined once pettingzoo is importable."""
     from pettingzoo import AECEnv, ParallelEnv
 
-    class CoplayParallelEnv(ParallelEnv):
-        """A coplay environment under PettingZoo's parallel API (see `coplay.interop.pettingzoo`)."""
+    class _OnGame:
+        """What both API classes share: one `_Game` holding the coplay environment, its
+        agents' names and spaces."""
 
         metadata = {"render_modes": list(RENDER_MODES), "name": "coplay", "is_parallelizable": True}
 
-        def __init__(self, env: Env, render_mode: str | None = None):
+        def _hold(self, env: Env, render_mode: str | None) -> None:
             self.game = _Game(env, render_mode)
             self.metadata = {**self.metadata, "name": env.spec.name}
             self.render_mode = render_mode
@@ -228,6 +229,12 @@ def _classes():
 
         def action_space(self, agent):
             return self.game.act_spaces[agent]
+
+    class CoplayParallelEnv(_OnGame, ParallelEnv):
+        """A coplay environment under PettingZoo's parallel API (see `coplay.interop.pettingzoo`)."""
+
+        def __init__(self, env: Env, render_mode: str | None = None):
+            self._hold(env, render_mode)
 
         def reset(self, seed: int | None = None, options: dict | None = None):
             g = self.game
@@ -272,24 +279,12 @@ def _classes():
         def __str__(self) -> str:
             return self.game.spec.name
 
-    class CoplayAECEnv(AECEnv):
+    class CoplayAECEnv(_OnGame, AECEnv):
         """A coplay environment under PettingZoo's AEC API (see `coplay.interop.pettingzoo`)."""
 
-        metadata = {"render_modes": list(RENDER_MODES), "name": "coplay", "is_parallelizable": True}
-
         def __init__(self, env: Env, render_mode: str | None = None):
-            super().__init__()
-            self.game = _Game(env, render_mode)
-            self.metadata = {**self.metadata, "name": env.spec.name}
-            self.render_mode = render_mode
-            self.possible_agents = list(self.game.names)
-            self.agents: list[str] = []
-
-        def observation_space(self, agent):
-            return self.game.obs_spaces[agent]
-
-        def action_space(self, agent):
-            return self.game.act_spaces[agent]
+            AECEnv.__init__(self)
+            self._hold(env, render_mode)
 
         def observe(self, agent):
             return self.game.observe(self.game.index[agent])
