@@ -92,6 +92,23 @@ def result_dict(exp: ConfigFile) -> dict:
     return d
 
 
+def resolve_env_config(env: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Every parameter of environment `env`: its defaults with `values` on top, each
+    value read as its default's type (strings from the command line included)."""
+    params = ENVS.parameters(env)
+    resolved = dict(params)
+    for k, v in values.items():
+        if k not in params:
+            raise unknown_name(f"parameter of environment {env!r}:", k, params)
+        default = params[k]
+        typ = type(default) if default is not None and not isinstance(default, (list, tuple, dict)) else None
+        if typ in (int, float, bool, str):
+            resolved[k] = coerce_value(f"env.{k}", v, typ)
+        else:  # no typed default (e.g. None): read the text as a number, bool or none
+            resolved[k] = parse_scalar(v) if isinstance(v, str) else v
+    return resolved
+
+
 class ConfigFile:
     """What a training run's and a solve's configs share: an algorithm (or solver)
     with its config, an environment with its fields, the run's fields, and
@@ -148,18 +165,7 @@ class Experiment(ConfigFile):
             for k, v in _drop_legacy_fields(self.algo, self.algo_config).items():
                 cfg = set_field(cfg, k, v, "algo.")
             self.algo_config = cfg
-        params = ENVS.parameters(self.env)
-        resolved = dict(params)
-        for k, v in self.env_config.items():
-            if k not in params:
-                raise unknown_name(f"parameter of environment {self.env!r}:", k, params)
-            default = params[k]
-            typ = type(default) if default is not None and not isinstance(default, (list, tuple, dict)) else None
-            if typ in (int, float, bool, str):
-                resolved[k] = coerce_value(f"env.{k}", v, typ)
-            else:  # no typed default (e.g. None): read the text as a number, bool or none
-                resolved[k] = parse_scalar(v) if isinstance(v, str) else v
-        self.env_config = resolved
+        self.env_config = resolve_env_config(self.env, self.env_config)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Experiment:

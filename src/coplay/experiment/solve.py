@@ -38,12 +38,12 @@ import numpy as np
 
 from coplay.algos import ALGOS
 from coplay.algos.solvers import SOLVERS, SolveResult, game_tree, solver_config_class, validate
-from coplay.core.config import coerce_value, describe, param, parse_scalar, set_field
+from coplay.core.config import describe, param, set_field
 from coplay.core.env import Env
-from coplay.core.errors import ConfigError, UnknownNameError, unknown_name
+from coplay.core.errors import ConfigError, UnknownNameError
 from coplay.core.registry import ENVS, Entry
 from coplay.experiment.checkpoint import atomic_write
-from coplay.experiment.config import ConfigFile, apply_overrides
+from coplay.experiment.config import ConfigFile, apply_overrides, resolve_env_config
 from coplay.experiment.report import plot_series, write_csv
 from coplay.experiment.runner import new_run_dir
 
@@ -69,23 +69,6 @@ def get_solver(name: str) -> Entry:
             raise UnknownNameError(f"{name!r} is a trainer, not a solver: run it with coplay train algo={name}. "
                                    f"Solvers: {', '.join(SOLVERS.names())}") from None
         raise
-
-
-def resolve_env_config(env: str, values: Mapping[str, Any]) -> dict[str, Any]:
-    """Every parameter of environment `env`: its defaults with `values` on top, each
-    value read as its default's type (strings from the command line included)."""
-    params = ENVS.parameters(env)
-    resolved = dict(params)
-    for k, v in values.items():
-        if k not in params:
-            raise unknown_name(f"parameter of environment {env!r}:", k, params)
-        default = params[k]
-        typ = type(default) if default is not None and not isinstance(default, (list, tuple, dict)) else None
-        if typ in (int, float, bool, str):
-            resolved[k] = coerce_value(f"env.{k}", v, typ)
-        else:  # no typed default (e.g. None): read the text as a number, bool or none
-            resolved[k] = parse_scalar(v) if isinstance(v, str) else v
-    return resolved
 
 
 @dataclass(init=False)

@@ -230,6 +230,18 @@ def _classes():
         def action_space(self, agent):
             return self.game.act_spaces[agent]
 
+        def state(self) -> np.ndarray:
+            return np.asarray(self.game.ts.global_state)
+
+        def render(self):
+            return self.game.render()
+
+        def close(self):
+            pass
+
+        def __str__(self) -> str:
+            return self.game.spec.name
+
     class CoplayParallelEnv(_OnGame, ParallelEnv):
         """A coplay environment under PettingZoo's parallel API (see `coplay.interop.pettingzoo`)."""
 
@@ -266,18 +278,6 @@ def _classes():
             if g.done:
                 self.agents = []
             return obs, rewards, terminations, truncations, infos
-
-        def state(self) -> np.ndarray:
-            return np.asarray(self.game.ts.global_state)
-
-        def render(self):
-            return self.game.render()
-
-        def close(self):
-            pass
-
-        def __str__(self) -> str:
-            return self.game.spec.name
 
     class CoplayAECEnv(_OnGame, AECEnv):
         """A coplay environment under PettingZoo's AEC API (see `coplay.interop.pettingzoo`)."""
@@ -345,17 +345,5 @@ def _classes():
         def _clear_rewards(self) -> None:
             for a, r in self.rewards.items():
                 self.rewards[a] = r * 0 if isinstance(r, np.ndarray) else 0.0
-
-        def state(self) -> np.ndarray:
-            return np.asarray(self.game.ts.global_state)
-
-        def render(self):
-            return self.game.render()
-
-        def close(self):
-            pass
-
-        def __str__(self) -> str:
-            return self.game.spec.name
 
     return CoplayParallelEnv, CoplayAECEnv
