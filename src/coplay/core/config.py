@@ -27,9 +27,9 @@ def param(default: Any, help: str, *, min: float | None = None, max: float | Non
     )
 
 
-def result_fields(cls_or_cfg: Any) -> list[str]:
-    """The names of the fields that change what a run computes (see `param`)."""
-    return [f.name for f in dataclasses.fields(cls_or_cfg) if f.metadata.get("affects_results", True)]
+def free_fields(cls_or_cfg: Any) -> list[str]:
+    """The names of the fields that do not change what a run computes (see `param`)."""
+    return [f.name for f in dataclasses.fields(cls_or_cfg) if not f.metadata.get("affects_results", True)]
 
 
 def fields(cls_or_cfg: Any) -> dict[str, dataclasses.Field]:

@@ -24,9 +24,9 @@ from coplay.core.config import (
     coerce_value,
     describe,
     fields,
+    free_fields,
     param,
     parse_scalar,
-    result_fields,
     set_field,
 )
 from coplay.core.errors import ConfigError, unknown_name
@@ -54,7 +54,7 @@ class RunConfig:
 
 
 # Run fields that may differ between a run and its resumption without changing its results.
-RESUMABLE = tuple(sorted(set(fields(RunConfig)) - set(result_fields(RunConfig))))
+RESUMABLE = tuple(sorted(free_fields(RunConfig)))
 
 # Algorithm fields that older coplay versions wrote to config.yaml and that no longer
 # exist: (algo, field) -> {old value: None to drop it, or the error to raise}.
@@ -86,8 +86,7 @@ def result_dict(exp: ConfigFile) -> dict:
     """The config as a dict without the run fields that do not change results:
     two runs with equal result dicts compute the same thing."""
     d = exp.to_dict()
-    run_class = type(exp.run)
-    for k in set(fields(run_class)) - set(result_fields(run_class)):
+    for k in free_fields(exp.run):
         d.pop(k, None)
     return d
 
@@ -179,7 +178,6 @@ class Experiment(ConfigFile):
             run = set_field(run, k, v)
         exp.run = run
         return exp
-
 
 
 def parse_overrides(args: list[str], base: Experiment | None = None) -> Experiment:

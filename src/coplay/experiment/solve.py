@@ -116,7 +116,6 @@ class SolveExperiment(ConfigFile):
                    env_config=env, run=run)
 
 
-
 def parse_overrides(args: list[str], base: SolveExperiment | None = None) -> SolveExperiment:
     """Apply `key=value` overrides to `base` (the defaults when None). Choosing another
     solver or game starts from its defaults; with no game named at all, the solver's
