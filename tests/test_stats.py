@@ -1,4 +1,6 @@
 import numpy as np
+import pytest
+from scipy import stats as sps
 
 from coplay.eval.stats import iqm, iqm_ci, summarize
 
@@ -6,6 +8,13 @@ from coplay.eval.stats import iqm, iqm_ci, summarize
 def test_iqm_trims_quartiles():
     x = np.array([0.0, 1, 2, 3, 4, 5, 6, 100])
     assert iqm(x) == np.mean([2, 3, 4, 5])
+
+
+@pytest.mark.parametrize("shape", [(1,), (2, 1), (3,), (7, 3), (8, 2), (64, 5)])
+@pytest.mark.parametrize("axis", [0, None])
+def test_iqm_equals_scipys_quarter_trimmed_mean(shape, axis):
+    x = np.random.default_rng(sum(shape)).normal(size=shape).astype(np.float32)
+    np.testing.assert_array_equal(iqm(x, axis=axis), sps.trim_mean(x, 0.25, axis=axis))
 
 
 def test_ci_contains_point_and_narrows_with_more_runs():

@@ -7,7 +7,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 
 @dataclass(frozen=True)
@@ -27,8 +26,20 @@ class Estimate:
 
 
 def iqm(x: np.ndarray, axis: int | None = 0) -> np.ndarray:
-    """Interquartile mean: mean of the middle 50% (25% trimmed from each end)."""
-    return sps.trim_mean(x, 0.25, axis=axis)
+    """Interquartile mean: mean of the middle 50% (25% trimmed from each end).
+
+    The same numbers as `scipy.stats.trim_mean(x, 0.25, axis)` (the same partition
+    and slice), without its argument-checking wrapper: the bootstrap behind every
+    summary calls this 10,000 times, and the wrapper alone costs about 1 ms a call."""
+    x = np.asarray(x)
+    if axis is None:
+        x, axis = x.ravel(), 0
+    n = x.shape[axis]
+    cut = int(0.25 * n)
+    if n == 0:
+        raise ValueError("iqm of an empty axis")
+    middle = np.partition(x, (cut, n - cut - 1), axis=axis)
+    return np.mean(np.take(middle, np.arange(cut, n - cut), axis=axis), axis=axis)
 
 
 def iqm_ci(scores: np.ndarray, reps: int = 2000, confidence: float = 0.95, seed: int = 0) -> list[Estimate]:
