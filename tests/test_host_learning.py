@@ -40,7 +40,7 @@ def test_mappo_learns_mpe2_simple_spread_through_from_pettingzoo(tmp_path):
 def test_selfplay_learns_pettingzoo_tictactoe(tmp_path):
     name = "pettingzoo:classic.tictactoe_v3"
     result = coplay.train(["algo=selfplay_ppo", f"env={name}", "seeds=1",
-                           "total_steps=100000", "chunk_steps=50000", "eval_episodes=32", *COMMON,
+                           "total_steps=50000", "chunk_steps=25000", "eval_episodes=32", *COMMON,
                            f"out_dir={tmp_path}"])
     trainer = plan(parse_overrides(["algo=selfplay_ppo", f"env={name}"])).trainer
     env, me = coplay.make(name), trainer.policy()

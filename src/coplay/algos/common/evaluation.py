@@ -27,19 +27,25 @@ def make_evaluator(policy: Policy, episodes: int) -> Evaluator:
                  for k, v in ts.info.items() if k.startswith("episode/") and k != "episode/done"}
         finished = jnp.zeros((episodes,), bool)
 
-        def body(c, k):
-            state, ts, carry, stats, finished = c
-            k_act, k_env = jax.random.split(k)
+        keys = jax.random.split(k_run, horizon)
+
+        def body(c):
+            t, state, ts, carry, stats, finished = c
+            k_act, k_env = jax.random.split(keys[t])
             action, carry = policy.act(params, ts.obs, ts.action_mask, k_act, carry, ts.done)
             state, ts = jax.vmap(env.step)(state, action, jax.random.split(k_env, episodes))
             first = ts.info["episode/done"] & ~finished
             stats = {name: jnp.where(first.reshape(-1, *([1] * (v.ndim - 1))),
                                      ts.info[f"episode/{name}"].astype(jnp.float32), v)
                      for name, v in stats.items()}
-            return (state, ts, carry, stats, finished | ts.info["episode/done"]), None
+            return t + 1, state, ts, carry, stats, finished | ts.info["episode/done"]
 
-        (_, _, _, stats, finished), _ = jax.lax.scan(
-            body, (state, ts, carry, stats, finished), jax.random.split(k_run, horizon))
+        def unfinished(c):  # once every episode has ended, later steps change nothing: stop there
+            t, *_, finished = c
+            return (t < horizon) & ~jnp.all(finished)
+
+        _, _, _, _, stats, finished = jax.lax.while_loop(
+            unfinished, body, (jnp.int32(0), state, ts, carry, stats, finished))
         ret = stats.pop("return")
         out = {"return": ret.reshape(episodes, -1).mean(-1) if ret.ndim > 1 else ret}
         out.update({k: v.reshape(episodes, -1).mean(-1) for k, v in stats.items()})

@@ -186,9 +186,11 @@ def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_move
         # the environment; simultaneous games: one per seat, the opening's, the environment's.
         per_step = 2 if turn_based else n + 2
 
-        def body(c, x):
-            state, ts, carries, acc, reset = c
-            t, keys = x
+        all_keys = jax.random.split(k_run, (horizon, per_step))
+
+        def body(c):
+            t, state, ts, carries, acc, reset = c
+            keys = all_keys[t]
             outs: list[tuple[jax.Array, Any]] = []
             for i, (policy, p) in enumerate(zip(policies, params)):
                 key = keys[0 if turn_based else i]
@@ -209,10 +211,13 @@ def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_move
                 "length": acc["length"] + live.astype(jnp.int32),
                 "finished": acc["finished"] | nts.done,
             }
-            return (state, nts, new_carries, acc, jnp.zeros_like(reset)), None
+            return t + 1, state, nts, new_carries, acc, jnp.zeros_like(reset)
 
-        steps = (jnp.arange(horizon), jax.random.split(k_run, (horizon, per_step)))
-        (_, _, _, acc, _), _ = jax.lax.scan(body, (state, ts, carries, acc, reset), steps)
+        def unfinished(c):  # steps after every game has ended change nothing: stop there
+            t, *_, acc, _ = c
+            return (t < horizon) & ~jnp.all(acc["finished"])
+
+        acc = jax.lax.while_loop(unfinished, body, (jnp.int32(0), state, ts, carries, acc, reset))[4]
         return {**acc, "first": first}
 
     return play
