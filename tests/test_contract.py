@@ -40,5 +40,4 @@ def test_contract_through_wrappers(name):
     env = _make(name)
     if env.spec.obs_space.shape and len(env.spec.obs_space.shape) == 1:
         env = AgentID(env)
-    check_env(EpisodeStats(env))
-    check_env(AutoReset(env), steps=10)
+    check_env(AutoReset(EpisodeStats(env)), steps=10)

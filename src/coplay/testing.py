@@ -118,12 +118,6 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None) -> None:
     else:
         raise AssertionError("actions of the wrong shape were accepted")
 
-    # determinism for a key
-    roll = random_rollout(env, 8)
-    s1, r1 = roll(key)
-    s2, r2 = roll(jnp.array(key))  # a fresh buffer: nothing carried over but the key's value
-    _assert_trees_close((s1, r1), (s2, r2), "same key gave different results")
-
     # jit equals eager
     state_e, ts_e = env.reset(key)
     state_j, ts_j = reset_j(key)
@@ -135,32 +129,35 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None) -> None:
         _assert_trees_close((state_e, ts_e), (state_j, ts_j), "jit(step) differs from step")
 
     # vmap equals one-by-one (both compiled; jit was compared with eager above)
+    def batched(keys):
+        vs, vts = jax.vmap(env.reset)(keys)
+        acts = jax.vmap(lambda ts, k: random_actions(env, ts, k))(vts, keys)
+        return vs, vts, acts, jax.vmap(env.step)(vs, acts, keys)
+
     keys = jax.random.split(key, 3)
-    vs, vts = jax.jit(jax.vmap(env.reset))(keys)
+    vs, vts, acts, (vs2, vts2) = jax.jit(batched)(keys)
     for i in range(3):
         si, tsi = reset_j(keys[i])
         _assert_trees_close(jax.tree.map(lambda x, i=i: x[i], (vs, vts)), (si, tsi), "vmap(reset) differs")
-    acts = jax.vmap(act_j)(vts, keys)
-    vs2, vts2 = jax.jit(jax.vmap(env.step))(vs, acts, keys)
-    for i in range(3):
         si, tsi = step_j(jax.tree.map(lambda x, i=i: x[i], vs), acts[i], keys[i])
         _assert_trees_close(jax.tree.map(lambda x, i=i: x[i], (vs2, vts2)), (si, tsi), "vmap(step) differs")
 
-    # auto-reset inside a compiled scan: episodes end by max_steps and restart
+    # auto-reset inside a compiled scan: episodes end by max_steps and restart; run twice
+    # from one key (the second time from a fresh buffer), every state and step is the same
     wrapped = AutoReset(EpisodeStats(env))
 
     def body(carry, k):
         state, ts = carry
         k_act, k_step = jax.random.split(k)
         state, ts = wrapped.step(state, random_actions(wrapped, ts, k_act), k_step)
-        return (state, ts), (ts.done, ts.info["episode/length"], ts.info["episode/done"])
+        return (state, ts), (state, ts)
 
     horizon = 2 * spec.max_steps + 3
-    init = wrapped.reset(key)
-    _, (dones, lengths, ep_done) = jax.jit(lambda c, ks: jax.lax.scan(body, c, ks))(
-        init, jax.random.split(key, horizon))
-    dones, lengths = np.asarray(dones), np.asarray(lengths)
+    run = jax.jit(lambda k: jax.lax.scan(body, wrapped.reset(k), jax.random.split(k, horizon))[1])
+    states, steps_ = run(key)
+    _assert_trees_close((states, steps_), run(jnp.array(key)), "same key gave different results")
+    dones, lengths = np.asarray(steps_.done), np.asarray(steps_.info["episode/length"])
     assert dones.sum() >= 2, f"no auto-reset seen: {dones.sum()} episode ends in {horizon} steps"
-    assert np.array_equal(dones, np.asarray(ep_done)), "episode/done disagrees with done"
+    assert np.array_equal(dones, np.asarray(steps_.info["episode/done"])), "episode/done disagrees with done"
     assert lengths.max() <= spec.max_steps, f"an episode lasted {lengths.max()} > max_steps={spec.max_steps}"
     assert lengths[dones].min() >= 1, "an episode of length 0 was reported"
