@@ -40,12 +40,15 @@ def test_mappo_learns_mpe2_simple_spread_through_from_pettingzoo(tmp_path):
 
 
 def test_selfplay_learns_pettingzoo_tictactoe(tmp_path):
+    # A game of tic-tac-toe has at most 9 moves: max_steps=9 never cuts one short, and
+    # evaluation and matches (which run to max_steps on host environments, 1,000 by
+    # default) stop there.
     name = "pettingzoo:classic.tictactoe_v3"
-    result = coplay.train(["algo=selfplay_ppo", f"env={name}", "seeds=1",
+    result = coplay.train(["algo=selfplay_ppo", f"env={name}", "env.max_steps=9", "seeds=1",
                            "total_steps=50000", "chunk_steps=25000", "eval_episodes=32", *COMMON,
                            f"out_dir={tmp_path}"])
     trainer = plan(parse_overrides(["algo=selfplay_ppo", f"env={name}"])).trainer
-    env, me = coplay.make(name), trainer.policy()
+    env, me = coplay.make(name, max_steps=9), trainer.policy()
     params = jax.tree.map(lambda x: x[0], trainer.policy_params(result.state))
     rates = {}
     for seat in (0, 1):  # PettingZoo's player_1 always moves first

@@ -13,10 +13,13 @@ import coplay
 from coplay.algos import selfplay_ppo
 from coplay.algos.base import Policy
 from coplay.algos.common import opponent_pool
+from coplay.algos.common.evaluation import make_evaluator
 from coplay.algos.common.matches import make_match, outcomes, random_policy
+from coplay.core.env import Wrapper
 from coplay.core.errors import ConfigError
 from coplay.eval.bots import make_bot, tic_tac_toe_minimax
 from coplay.eval.round_robin import Player, round_robin
+from coplay.wrappers import AutoReset, EpisodeStats
 
 pytest.importorskip("pgx")
 
@@ -99,6 +102,36 @@ def test_random_matches_are_zero_sum_and_record_the_first_mover():
     np.testing.assert_allclose(res["win"] + res["draw"] + res["loss"], 1.0)
     np.testing.assert_allclose(res["points"], np.where(ret[:, 0] > 0, 1.0, np.where(ret[:, 0] < 0, 0.0, 0.5)))
     assert np.all(np.asarray(out["length"]) >= 5)       # nobody wins tic-tac-toe in fewer than 5 moves
+
+
+class _StatesUsedOnce(Wrapper):
+    """Flagged like host copies (states used once): loops over it run to max_steps."""
+
+    states_used_once = True
+
+    def _reset(self, key):
+        return self.env.reset(key)
+
+    def _step(self, state, actions, key):
+        return self.env.step(state, actions, key)
+
+
+def test_matches_and_evaluation_that_stop_early_give_the_full_horizons_results():
+    # Both stop once every game has ended, except where states are used once (host
+    # copies): under vmap a batched stop condition would step finished members again.
+    env = coplay.make("connect_four")
+    once = _StatesUsedOnce(env)
+    assert not env.states_used_once and AutoReset(EpisodeStats(once)).states_used_once
+    keys = jax.random.split(jax.random.PRNGKey(3), 2)
+    early, full = (jax.jit(jax.vmap(make_match(e, [random_policy(e)] * 2, 16), in_axes=(None, 0)))(
+        [None, None], keys) for e in (env, once))
+    assert int(early["length"].max()) < env.spec.max_steps
+    for k in early:
+        np.testing.assert_array_equal(early[k], full[k], err_msg=k)
+    early, full = (jax.jit(jax.vmap(make_evaluator(random_policy(AutoReset(EpisodeStats(e))), 8),
+                                    in_axes=(None, 0)))(None, keys) for e in (env, once))
+    for k in early:
+        np.testing.assert_array_equal(early[k], full[k], err_msg=k)
 
 
 def test_random_tic_tac_toe_matches_the_exact_odds():

@@ -30,6 +30,10 @@ class Env(abc.ABC):
     # True where `step` already starts the next episode when one ends (environments
     # stepped on the host, see coplay.interop.host); AutoReset leaves those alone.
     auto_resets: bool = False
+    # True where a state can be stepped only once (host copies cannot be rewound). Loops
+    # that stop once every episode has ended must then run to their full length: under
+    # `vmap`, a batched stop condition steps finished members and keeps their old states.
+    states_used_once: bool = False
 
     @property
     def num_agents(self) -> int:
@@ -88,6 +92,10 @@ class Wrapper(Env):
     @property
     def auto_resets(self) -> bool:  # type: ignore[override]
         return self.env.auto_resets
+
+    @property
+    def states_used_once(self) -> bool:  # type: ignore[override]
+        return self.env.states_used_once
 
     def close(self) -> None:
         self.env.close()

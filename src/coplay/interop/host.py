@@ -427,6 +427,7 @@ class HostEnv(Env):
     `make_copy()` builds one `HostCopy`; `spec` describes it in coplay's terms."""
 
     auto_resets = True
+    states_used_once = True
 
     def __init__(self, make_copy: Callable[[], HostCopy], spec: EnvSpec, max_copies: int = 4096,
                  workers: int = 0, worker_backend: str = "process"):

@@ -42,7 +42,7 @@ def make_evaluator(policy: Policy, episodes: int) -> Evaluator:
 
         def unfinished(c):  # once every episode has ended, later steps change nothing: stop there
             t, *_, finished = c
-            return (t < horizon) & ~jnp.all(finished)
+            return t < horizon if env.states_used_once else (t < horizon) & ~jnp.all(finished)
 
         _, _, _, _, stats, finished = jax.lax.while_loop(
             unfinished, body, (jnp.int32(0), state, ts, carry, stats, finished))

@@ -215,7 +215,7 @@ def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_move
 
         def unfinished(c):  # steps after every game has ended change nothing: stop there
             t, *_, acc, _ = c
-            return (t < horizon) & ~jnp.all(acc["finished"])
+            return t < horizon if env.states_used_once else (t < horizon) & ~jnp.all(acc["finished"])
 
         acc = jax.lax.while_loop(unfinished, body, (jnp.int32(0), state, ts, carries, acc, reset))[4]
         return {**acc, "first": first}
