@@ -19,23 +19,27 @@ def _train(tmp_path, overrides):
     return np.array(result.final_return["per_seed"]), result
 
 
-SPREAD = ["env=spread", "total_steps=300000"]
-FORAGING = ["env=foraging", "env.grid_size=6", "env.n_agents=2", "env.n_food=2", "total_steps=300000"]
+SPREAD = ["env=spread", "total_steps=150000"]
+FORAGING = ["env=foraging", "env.grid_size=6", "env.n_agents=2", "env.n_food=2", "total_steps=150000"]
 
 
 @pytest.mark.parametrize("algo", ["mappo", "ippo"])
 def test_spread_beats_random(tmp_path, algo):
     random = uniform_policy_return([f"algo={algo}", *SPREAD])
     per_seed, _ = _train(tmp_path, [f"algo={algo}", *SPREAD])
-    # Random is about -27.7 per agent. Every seed must close at least a third of
-    # the gap to -20 (JaxMARL's IPPO return after 10M steps) within 300k steps.
+    # Random is about -26.2 per agent. Every seed must close at least a third of the
+    # gap to -20 (JaxMARL's IPPO return after 10M steps) within 150k steps (measured:
+    # MAPPO -21.2 and -21.3, IPPO -21.2 and -20.8).
     assert random < -26.0
     assert np.all(per_seed > random + 2.5), (per_seed, random)
 
 
 def test_recurrent_mappo_learns_spread(tmp_path):
-    random = uniform_policy_return(["algo=mappo", "algo.recurrent=true", *SPREAD])
-    per_seed, _ = _train(tmp_path, ["algo=mappo", "algo.recurrent=true", *SPREAD])
+    # 100k steps (measured: -20.0 and -21.1; the GRU's sequential learning phase makes
+    # its steps the dearest of these tests).
+    recurrent = ["algo=mappo", "algo.recurrent=true", "env=spread", "total_steps=100000"]
+    random = uniform_policy_return(recurrent)
+    per_seed, _ = _train(tmp_path, recurrent)
     assert np.all(per_seed > random + 2.5), (per_seed, random)
 
 
@@ -47,7 +51,8 @@ def test_foraging_beats_random(tmp_path, algo):
     # per-agent return is at most 0.5 with two agents. Random agents already
     # get about 0.34 here, so every seed must close three quarters of the gap
     # from random play to that ceiling (a bar of random + 0.15 sat at 0.491, so
-    # that 62 of 64 perfect evaluation episodes failed it: 0.484).
+    # that 62 of 64 perfect evaluation episodes failed it: 0.484). Measured at 150k
+    # steps: 61 and 63 of 64 evaluation episodes cleared, for MAPPO and IPPO alike.
     ceiling = 0.5
     assert random < 0.4
     assert np.all(per_seed > random + 0.75 * (ceiling - random)), (per_seed, random)
