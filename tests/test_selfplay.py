@@ -212,7 +212,7 @@ def test_round_robin_counts_every_seated_pair():
     sp = selfplay_ppo.SelfPlayPPO(selfplay_ppo.Config(num_envs=4, rollout_len=4, minibatches=1, hidden_size=8), env,
                               num_updates=1)
     policy = sp.policy()
-    init = sp.policy_params(sp.init(jax.random.PRNGKey(0)))
+    init = sp.policy_params(jax.jit(sp.init)(jax.random.PRNGKey(0)))
     other = jax.tree.map(lambda x: x * 0.0, init)      # uniform logits: random play
     # Two networks share one policy (their games are vmapped over parameters), beside a bot.
     players = [Player("net_a", policy, init), Player("net_b", policy, other), Player("minimax", tic_tac_toe_minimax(env))]
@@ -254,7 +254,7 @@ def test_update_trains_only_the_learner_and_fills_the_pool():
     config = selfplay_ppo.Config(num_envs=8, rollout_len=8, minibatches=2, hidden_size=16, snapshot_every=2,
                                  pool_size=3)
     trainer = selfplay_ppo.SelfPlayPPO(config, env, num_updates=8)
-    state = trainer.init(jax.random.PRNGKey(0))
+    state = jax.jit(trainer.init)(jax.random.PRNGKey(0))
     update = jax.jit(trainer.update)
     for _ in range(7):
         state, metrics = update(state)
@@ -272,12 +272,14 @@ def test_fixed_population_is_never_changed():
     env = coplay.make("tic_tac_toe")
     config = selfplay_ppo.Config(num_envs=8, rollout_len=8, minibatches=2, hidden_size=16, snapshot_every=1)
     probe = selfplay_ppo.SelfPlayPPO(config, env, num_updates=2)
-    members = [probe.policy_params(probe.init(jax.random.PRNGKey(k))) for k in range(2)]
+    init = jax.jit(probe.init)
+    members = [probe.policy_params(init(jax.random.PRNGKey(k))) for k in range(2)]
     pool = opponent_pool.from_population(jax.tree.map(lambda *x: jnp.stack(x), *members), jnp.array([1.0, 0.0]))
     trainer = selfplay_ppo.SelfPlayPPO(config, env, num_updates=2, opponents=pool)
-    state = trainer.init(jax.random.PRNGKey(5))
+    state = jax.jit(trainer.init)(jax.random.PRNGKey(5))
+    update = jax.jit(trainer.update)
     for _ in range(2):
-        state, _ = jax.jit(trainer.update)(state)
+        state, _ = update(state)
     assert jax.tree.all(jax.tree.map(jnp.array_equal, state.pool.params, pool.params))
     assert set(np.asarray(state.opponent).tolist()) == {0}     # weight 0 never drawn
     assert float(state.pool.games[0]) > 0 and float(state.pool.games[1]) == 0
