@@ -92,9 +92,10 @@ FORAGING_COOP = ["env=foraging", "env.grid_size=5", "env.n_food=1", "env.force_c
 
 
 # QMIX learns this task more slowly and less surely: at 250k steps one of these
-# two seeds is still near random (0.0), at 500k both reach the ceiling (0.5).
+# two seeds is still near random (0.0), at 350k both are at the ceiling (0.5 and
+# 0.49). IQL and VDN need their 250k: at 125k VDN's seeds read 0.04 and 0.11.
 @pytest.mark.parametrize("algo, budget", [("iql", []), ("vdn", []),
-                                          ("qmix", ["total_steps=500000", "chunk_steps=100000"])])
+                                          ("qmix", ["total_steps=350000", "chunk_steps=175000"])])
 def test_q_family_beats_random_on_cooperative_foraging(tmp_path, algo, budget):
     random = uniform_policy_return([f"algo={algo}", *FORAGING_COOP, "algo.eval_epsilon=1.0"])
     result = coplay.train([f"algo={algo}", *FORAGING_COOP, *budget, f"out_dir={tmp_path}"])
