@@ -17,6 +17,11 @@ def test_iqm_equals_scipys_quarter_trimmed_mean(shape, axis):
     np.testing.assert_array_equal(iqm(x, axis=axis), sps.trim_mean(x, 0.25, axis=axis))
 
 
+def test_iqm_of_nothing_is_nan_as_in_scipy():
+    assert np.isnan(iqm(np.zeros(0))) and np.isnan(iqm(np.zeros(0), axis=None))
+    assert iqm(np.zeros((0, 3))).shape == (3,) and np.all(np.isnan(iqm(np.zeros((0, 3)))))
+
+
 def test_ci_contains_point_and_narrows_with_more_runs():
     rng = np.random.default_rng(0)
     small = summarize(rng.normal(size=5))
