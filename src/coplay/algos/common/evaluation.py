@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from coplay.algos.base import Evaluator, Policy
-from coplay.algos.common.rollout import reset_envs
+from coplay.algos.common.rollout import play_until_done, reset_envs
 
 
 def make_evaluator(policy: Policy, episodes: int) -> Evaluator:
@@ -29,8 +29,8 @@ def make_evaluator(policy: Policy, episodes: int) -> Evaluator:
 
         keys = jax.random.split(k_run, horizon)
 
-        def body(c):
-            t, state, ts, carry, stats, finished = c
+        def body(t, c):
+            state, ts, carry, stats, finished = c
             k_act, k_env = jax.random.split(keys[t])
             action, carry = policy.act(params, ts.obs, ts.action_mask, k_act, carry, ts.done)
             state, ts = jax.vmap(env.step)(state, action, jax.random.split(k_env, episodes))
@@ -38,14 +38,10 @@ def make_evaluator(policy: Policy, episodes: int) -> Evaluator:
             stats = {name: jnp.where(first.reshape(-1, *([1] * (v.ndim - 1))),
                                      ts.info[f"episode/{name}"].astype(jnp.float32), v)
                      for name, v in stats.items()}
-            return t + 1, state, ts, carry, stats, finished | ts.info["episode/done"]
+            return state, ts, carry, stats, finished | ts.info["episode/done"]
 
-        def unfinished(c):  # once every episode has ended, later steps change nothing: stop there
-            t, *_, finished = c
-            return t < horizon if env.states_used_once else (t < horizon) & ~jnp.all(finished)
-
-        _, _, _, _, stats, finished = jax.lax.while_loop(
-            unfinished, body, (jnp.int32(0), state, ts, carry, stats, finished))
+        _, _, _, stats, finished = play_until_done(env, horizon, body, (state, ts, carry, stats, finished),
+                                                   lambda c: c[-1])
         ret = stats.pop("return")
         out = {"return": ret.reshape(episodes, -1).mean(-1) if ret.ndim > 1 else ret}
         out.update({k: v.reshape(episodes, -1).mean(-1) for k, v in stats.items()})

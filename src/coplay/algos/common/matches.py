@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from coplay.algos.base import Policy
+from coplay.algos.common.rollout import play_until_done
 from coplay.core.env import Env, Wrapper
 from coplay.core.errors import ConfigError
 from coplay.nets.distributions import prefix_sum
@@ -188,8 +189,8 @@ def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_move
 
         all_keys = jax.random.split(k_run, (horizon, per_step))
 
-        def body(c):
-            t, state, ts, carries, acc, reset = c
+        def body(t, c):
+            state, ts, carries, acc, reset = c
             keys = all_keys[t]
             outs: list[tuple[jax.Array, Any]] = []
             for i, (policy, p) in enumerate(zip(policies, params)):
@@ -211,13 +212,9 @@ def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_move
                 "length": acc["length"] + live.astype(jnp.int32),
                 "finished": acc["finished"] | nts.done,
             }
-            return t + 1, state, nts, new_carries, acc, jnp.zeros_like(reset)
+            return state, nts, new_carries, acc, jnp.zeros_like(reset)
 
-        def unfinished(c):  # steps after every game has ended change nothing: stop there
-            t, *_, acc, _ = c
-            return t < horizon if env.states_used_once else (t < horizon) & ~jnp.all(acc["finished"])
-
-        acc = jax.lax.while_loop(unfinished, body, (jnp.int32(0), state, ts, carries, acc, reset))[4]
+        acc = play_until_done(env, horizon, body, (state, ts, carries, acc, reset), lambda c: c[3]["finished"])[3]
         return {**acc, "first": first}
 
     return play

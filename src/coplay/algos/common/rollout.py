@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from flax import struct
 
 from coplay.core.env import Env
@@ -66,3 +67,18 @@ def rollout(env: Env, act: ActFn, env_state: Any, ts: TimeStep, policy_carry: An
 def reset_envs(env: Env, key: jax.Array, num_envs: int) -> tuple[Any, TimeStep]:
     """Reset `num_envs` copies: returns batched state and TimeStep [E, ...]."""
     return jax.vmap(env.reset)(jax.random.split(key, num_envs))
+
+
+def play_until_done(env: Env, horizon: int, body: Callable[[jax.Array, Any], Any], carry: Any,
+                    finished: Callable[[Any], jax.Array]) -> Any:
+    """`carry = body(t, carry)` for t = 0, 1, ... up to `horizon` steps, stopping once
+    `finished(carry)` is all true: steps after every episode has ended change nothing.
+    Where states are used once (`env.states_used_once`, host copies) it always runs
+    `horizon` steps: under `vmap` a batched stop condition keeps stepping finished
+    members and keeps their old states, which such environments refuse."""
+
+    def go_on(c):
+        t, inner = c
+        return t < horizon if env.states_used_once else (t < horizon) & ~jnp.all(finished(inner))
+
+    return jax.lax.while_loop(go_on, lambda c: (c[0] + 1, body(c[0], c[1])), (jnp.int32(0), carry))[1]
