@@ -115,11 +115,12 @@ def test_one_agent_coplay_environments_pass_gymnasium_checks():
 
 def test_ppo_learns_cartpole_through_the_bridge(tmp_path):
     # A uniformly random CartPole policy lasts about 22 steps; PPO's usual
-    # CartPole settings (gamma 0.99, 16 envs x 128 steps) must pass 150 in every
-    # seed within 100k steps (measured: 218 and 447).
-    result = coplay.train(["algo=ippo", "env=gym:CartPole-v1", "seeds=2", "total_steps=100000",
+    # CartPole settings (gamma 0.99, 16 envs x 128 steps) with lr 1e-3 must pass 150
+    # in every seed within 50k steps (measured: 239 and 203; the usual lr 2.5e-4
+    # reads 167 and 238 at 50k, 218 and 447 at 100k).
+    result = coplay.train(["algo=ippo", "env=gym:CartPole-v1", "seeds=2", "total_steps=50000",
                            "chunk_steps=25000", "algo.gamma=0.99", "algo.num_envs=16", "algo.rollout_len=128",
-                           "algo.lr=2.5e-4", "algo.minibatches=4", "eval_episodes=16", "eval_every=0",
+                           "algo.lr=1e-3", "algo.minibatches=4", "eval_episodes=16", "eval_every=0",
                            "progress=false", "tensorboard=false", f"out_dir={tmp_path}"])
     per_seed = np.array(result.final_return["per_seed"])
     assert np.all(per_seed > 150), per_seed
