@@ -53,8 +53,7 @@ def test_foraging_beats_random(tmp_path, algo):
     # from random play to that ceiling (a bar of random + 0.15 sat at 0.491, so
     # that 62 of 64 perfect evaluation episodes failed it: 0.484). Measured at 100k
     # steps: 0.492 and 0.484 for MAPPO and IPPO alike, against random's 0.328 (a bar of
-    # 0.457); at 150k
-    # 61 and 63 of 64 evaluation episodes cleared.
+    # 0.457); at 150k, 61 and 63 of 64 evaluation episodes cleared.
     ceiling = 0.5
     assert random < 0.4
     assert np.all(per_seed > random + 0.75 * (ceiling - random)), (per_seed, random)
