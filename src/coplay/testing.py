@@ -131,7 +131,7 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None) -> None:
     # vmap equals one-by-one (both compiled; jit was compared with eager above)
     def batched(keys):
         vs, vts = jax.vmap(env.reset)(keys)
-        acts = jax.vmap(lambda ts, k: random_actions(env, ts, k))(vts, keys)
+        acts = jax.vmap(act_j)(vts, keys)
         return vs, vts, acts, jax.vmap(env.step)(vs, acts, keys)
 
     keys = jax.random.split(key, 3)
