@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from coplay.core.compile import jit_once
 from coplay.core.env import Env
 from coplay.core.errors import ActionError
 from coplay.core.spaces import Discrete
@@ -90,8 +91,11 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None) -> None:
     key = jax.random.PRNGKey(seed)
 
     # shapes, dtypes and masks, step by step (compiled: eager is compared with jit below)
-    reset_j, step_j = jax.jit(env.reset), jax.jit(env.step)
-    act_j = jax.jit(lambda ts, k: random_actions(env, ts, k))
+    reset_j, step_j = jit_once(env.reset), jit_once(env.step)
+    def act(ts, k):
+        return random_actions(env, ts, k)
+
+    act_j = jit_once(act)
     state, ts = reset_j(key)
     check_timestep(env, ts, "reset")
     info_struct = jax.tree.structure(ts.info)
@@ -131,11 +135,11 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None) -> None:
     # vmap equals one-by-one (both compiled; jit was compared with eager above)
     def batched(keys):
         vs, vts = jax.vmap(env.reset)(keys)
-        acts = jax.vmap(act_j)(vts, keys)
+        acts = jax.vmap(act)(vts, keys)
         return vs, vts, acts, jax.vmap(env.step)(vs, acts, keys)
 
     keys = jax.random.split(key, 3)
-    vs, vts, acts, (vs2, vts2) = jax.jit(batched)(keys)
+    vs, vts, acts, (vs2, vts2) = jit_once(batched)(keys)
     for i in range(3):
         si, tsi = reset_j(keys[i])
         _assert_trees_close(jax.tree.map(lambda x, i=i: x[i], (vs, vts)), (si, tsi), "vmap(reset) differs")
@@ -153,7 +157,7 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None) -> None:
         return (state, ts), (state, ts)
 
     horizon = 2 * spec.max_steps + 3
-    run = jax.jit(lambda k: jax.lax.scan(body, wrapped.reset(k), jax.random.split(k, horizon))[1])
+    run = jit_once(lambda k: jax.lax.scan(body, wrapped.reset(k), jax.random.split(k, horizon))[1])
     states, steps_ = run(key)
     _assert_trees_close((states, steps_), run(jnp.array(key)), "same key gave different results")
     dones, lengths = np.asarray(steps_.done), np.asarray(steps_.info["episode/length"])

@@ -10,6 +10,7 @@ import jax
 import numpy as np
 
 from coplay.algos.base import Policy
+from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError
 from coplay.eval.stats import summarize
 from coplay.experiment import checkpoint
@@ -57,7 +58,7 @@ def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int 
     run_dir = Path(run_dir)
     policy = run.policy
     params = run.params
-    evaluate = jax.jit(jax.vmap(p.trainer.evaluator(episodes)))
+    evaluate = jit_once(jax.vmap(p.trainer.evaluator(episodes)))  # runs once
     keys = jax.random.split(jax.random.PRNGKey(seed), exp.run.seeds)
     results = jax.device_get(evaluate(params, keys))
     per_seed = np.asarray(results["return"]).mean(-1)

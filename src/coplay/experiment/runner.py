@@ -27,6 +27,7 @@ import numpy as np
 from coplay.algos import get_algo
 from coplay.algos.base import Trainer
 from coplay.algos.common.evaluation import make_evaluator
+from coplay.core.compile import jit_once
 from coplay.core.env import Env
 from coplay.core.errors import CheckpointError, ConfigError, TrainingError
 from coplay.core.registry import ENVS
@@ -90,7 +91,7 @@ def seed_keys(exp: Experiment) -> jax.Array:
 
 def init_state(p: Plan) -> Any:
     """Initial TrainState for every seed, stacked (each seed initialised outside vmap)."""
-    return init_stacked(p.trainer.init, seed_keys(p.exp))
+    return init_stacked(p.trainer.init, seed_keys(p.exp), top_level=True)
 
 
 def place(p: Plan, state: Any) -> Any:
@@ -115,8 +116,23 @@ def chunk_function(p: Plan):
     return jax.jit(jax.vmap(one_seed), donate_argnums=0)
 
 
-def evaluation_function(p: Plan):
-    return jax.jit(jax.vmap(p.trainer.evaluator(p.exp.run.eval_episodes)))
+def evaluates_after(p: Plan, chunk: int) -> bool:
+    """Whether the run evaluates after chunk `chunk`: every `eval_every` chunks, and after the last."""
+    every = p.exp.run.eval_every
+    return chunk == p.num_chunks - 1 or bool(every and (chunk + 1) % every == 0)
+
+
+# A run that evaluates at most this many times compiles its evaluator as a program that
+# runs once (`coplay.core.compile`): it compiles about twice as fast and runs slower.
+FEW_EVALUATIONS = 3
+
+
+def evaluation_function(p: Plan, start_chunk: int = 0):
+    """`evaluate(params [S, ...], keys [S, 2]) -> dict of [S, episodes]`, compiled for
+    the evaluations a run from chunk `start_chunk` on makes."""
+    evaluations = sum(evaluates_after(p, c) for c in range(start_chunk, p.num_chunks))
+    jit = jit_once if evaluations <= FEW_EVALUATIONS else jax.jit
+    return jit(jax.vmap(p.trainer.evaluator(p.exp.run.eval_episodes)))
 
 
 def uniform_policy_return(config: Experiment | dict | list[str], episodes: int = 512, seed: int = 7) -> float:
@@ -127,7 +143,7 @@ def uniform_policy_return(config: Experiment | dict | list[str], episodes: int =
     try:  # only the parameters' shapes are needed: nothing is initialised or compiled for them
         shapes = jax.eval_shape(lambda k: p.trainer.policy_params(p.trainer.init(k)), jax.random.PRNGKey(0))
         params = jax.tree.map(lambda s: jax.numpy.zeros(s.shape, s.dtype), shapes)
-        evaluate = jax.jit(make_evaluator(p.trainer.policy(), episodes))
+        evaluate = jit_once(make_evaluator(p.trainer.policy(), episodes))
         return float(np.mean(evaluate(params, jax.random.PRNGKey(seed))["return"]))
     finally:
         p.env.close()
@@ -245,7 +261,7 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
     log.truncate(start_chunk - 1)
     evals = _load_evals(run_dir, start_chunk * p.steps_per_chunk) if resume_dir is not None else []
     chunk_fn = chunk_function(p)
-    eval_fn = evaluation_function(p)
+    eval_fn = evaluation_function(p, start_chunk)
     interrupt = _Interrupt()
     bar = _progress(exp, p, start_chunk)
     interrupted = False
@@ -260,7 +276,7 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
                 env_steps = (chunk + 1) * p.steps_per_chunk
                 per_seed = {k: _nanmean(v) for k, v in metrics.items()}
                 last = chunk == p.num_chunks - 1
-                if last or (exp.run.eval_every and (chunk + 1) % exp.run.eval_every == 0):
+                if evaluates_after(p, chunk):
                     results = jax.device_get(eval_fn(p.trainer.policy_params(state), eval_keys(exp, chunk)))
                     evals.append((env_steps, {k: v for k, v in results.items() if k != "finished"}))
                     per_seed.update({f"eval/{k}": v.mean(-1) for k, v in results.items() if k != "finished"})

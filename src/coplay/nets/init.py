@@ -13,9 +13,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from coplay.core.compile import jit_once
 
-def init_stacked(init_fn: Callable[[jax.Array], Any], keys: jax.Array) -> Any:
-    """keys: [M, 2] -> pytree with a leading axis of size M."""
-    init_fn = jax.jit(init_fn)
+
+def init_stacked(init_fn: Callable[[jax.Array], Any], keys: jax.Array, top_level: bool = False) -> Any:
+    """keys: [M, 2] -> pytree with a leading axis of size M. `top_level`: called
+    outside any trace (a run's initial state), so `init_fn` is compiled without
+    machine-code optimisation: it runs once per key (`coplay.core.compile`)."""
+    init_fn = jit_once(init_fn) if top_level else jax.jit(init_fn)
     copies = [init_fn(keys[i]) for i in range(keys.shape[0])]
     return jax.tree.map(lambda *xs: jnp.stack(xs), *copies)
