@@ -90,8 +90,11 @@ def seed_keys(exp: Experiment) -> jax.Array:
 
 
 def init_state(p: Plan) -> Any:
-    """Initial TrainState for every seed, stacked (each seed initialised outside vmap)."""
-    return init_stacked(p.trainer.init, seed_keys(p.exp), top_level=True)
+    """Initial TrainState for every seed, stacked (each seed initialised outside vmap).
+    No leaf is weakly typed (as a library's `jnp.array(0)` would be): a checkpoint
+    restores strong types, and a resumed run then reuses the fresh run's compiled chunk."""
+    state = init_stacked(p.trainer.init, seed_keys(p.exp), top_level=True)
+    return jax.tree.map(lambda x: jax.numpy.asarray(x, x.dtype), state)
 
 
 def place(p: Plan, state: Any) -> Any:
