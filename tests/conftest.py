@@ -1,10 +1,11 @@
 """Test-session settings.
 
-JAX's persistent compilation cache, shared by the test workers of one session:
-many tests compile the same programs (one trainer config in a learning test and
-its resume test, the same matches in several tournaments), and a program
-compiled by one worker is then read back by the others instead of compiled
-again. The cache lives in pytest's cache directory unless
+JAX's persistent compilation cache, shared by the test workers of one session
+and by the processes they start (CLI subprocesses, Ray workers): many tests
+compile the same programs (one trainer config in a learning test and its resume
+test, the same matches in several tournaments, a sweep trial resumed in a new
+worker), and a program compiled by one process is then read back by the others
+instead of compiled again. The cache lives in pytest's cache directory unless
 `JAX_COMPILATION_CACHE_DIR` is set.
 """
 
@@ -16,5 +17,8 @@ import jax
 
 def pytest_configure(config):
     cache = os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(Path(config.rootpath) / ".pytest_cache" / "jax")
+    # Set in the environment too, so that processes started by the tests use the same cache.
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = cache
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.5"
     jax.config.update("jax_compilation_cache_dir", cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)

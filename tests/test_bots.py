@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import coplay
+from coplay.core.compile import jit_once
 from coplay.eval.bots import random_policy, tic_tac_toe_minimax, tic_tac_toe_optimal_moves
 
 pytest.importorskip("pgx")
@@ -30,7 +31,7 @@ def play(env, policies, num_games: int, seed: int = 0) -> np.ndarray:
         (_, _, total), _ = jax.lax.scan(body, (state, ts, jnp.zeros(2)), jax.random.split(k_play, env.spec.max_steps))
         return total
 
-    return np.asarray(jax.jit(jax.vmap(one))(jax.random.split(jax.random.PRNGKey(seed), num_games)))
+    return np.asarray(jit_once(jax.vmap(one))(jax.random.split(jax.random.PRNGKey(seed), num_games)))
 
 
 def test_optimal_move_table_knows_basic_tactics():

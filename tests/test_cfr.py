@@ -16,6 +16,7 @@ import pytest
 
 import coplay
 from coplay.algos import cfr
+from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError, UnknownNameError
 from coplay.envs.trees import CHANCE, Rules, TreeArrays, build_tree, game_tree
 from coplay.envs.trees.values import best_response, expected_value, exploitability, nash_conv
@@ -88,7 +89,7 @@ def test_a_deviation_from_equilibrium_is_exploited(kuhn):
 
 def solve(t, variant: str, iterations: int, **kw):
     config = cfr.Config(variant=variant, **kw)
-    state = jax.jit(partial(cfr.advance, iterations=iterations, config=config))(t, cfr.init(t))
+    state = jit_once(partial(cfr.advance, iterations=iterations, config=config))(t, cfr.init(t))
     return cfr.average_policy(t, state)
 
 
@@ -117,7 +118,7 @@ def test_every_variant_converges_on_kuhn(kuhn, variant, alternating, bound):
 def test_exploitability_falls_with_iterations(leduc):
     _, t = leduc
     config = cfr.Config(variant="dcfr")
-    run = jax.jit(partial(cfr.advance, iterations=50, config=config))
+    run = jit_once(partial(cfr.advance, iterations=50, config=config))
     state = cfr.init(t)
     curve = []
     for _ in range(4):
@@ -155,7 +156,7 @@ def test_measuring_between_blocks_changes_nothing_computed(kuhn):
     config = cfr.Config(variant="dcfr", iterations=130, eval_every=40)
     result = cfr.run(coplay.make("tree:kuhn_poker"), config)
     assert result.steps.tolist() == [0, 40, 80, 120, 130]
-    state = jax.jit(partial(cfr.advance, iterations=130, config=config))(t, cfr.init(t))
+    state = jax.jit(partial(cfr.advance, iterations=130, config=config))(t, cfr.init(t))  # as cfr.run compiles it
     np.testing.assert_allclose(result.policy, np.asarray(cfr.average_policy(t, state)), atol=1e-6)
     np.testing.assert_allclose(result.details["regrets"], np.asarray(state.regrets), rtol=1e-5, atol=1e-6)
 

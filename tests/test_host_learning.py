@@ -16,6 +16,7 @@ import pytest
 
 import coplay
 from coplay.algos.common.matches import make_match, outcomes, random_policy
+from coplay.core.compile import jit_once
 from coplay.experiment.config import parse_overrides
 from coplay.experiment.runner import plan, uniform_policy_return
 
@@ -53,7 +54,7 @@ def test_selfplay_learns_pettingzoo_tictactoe(tmp_path):
     rates = {}
     for seat in (0, 1):  # PettingZoo's player_1 always moves first
         seats = [me, random_policy(env)] if seat == 0 else [random_policy(env), me]
-        out = jax.jit(make_match(env, seats, 200))([params, None] if seat == 0 else [None, params],
+        out = jit_once(make_match(env, seats, 200))([params, None] if seat == 0 else [None, params],
                                                    jax.random.PRNGKey(seat))
         rates[seat] = {k: float(np.mean(v)) for k, v in outcomes(out["return"], seat).items()}
     # Random against random: the first player wins about 58% and loses 29%, the

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("pgx")
 
 import coplay  # noqa: E402
+from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError, UnknownNameError  # noqa: E402
 from coplay.core.registry import ENVS  # noqa: E402
 from coplay.experiment.config import parse_overrides  # noqa: E402
@@ -184,7 +185,7 @@ def test_game_state_follows_pgx_step(game_id):
         _, (ours, theirs) = jax.lax.scan(body, (ours, theirs), jax.random.split(k_run, steps))
         return ours, theirs
 
-    ours, theirs = jax.jit(run)(jax.random.PRNGKey(3))
+    ours, theirs = jit_once(run)(jax.random.PRNGKey(3))
     flat_ours, tree_ours = jax.tree.flatten_with_path(ours)
     flat_theirs, tree_theirs = jax.tree.flatten_with_path(theirs)
     assert tree_ours == tree_theirs

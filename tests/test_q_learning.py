@@ -7,6 +7,7 @@ import pytest
 
 import coplay
 from coplay.algos.common import q_learning as ql
+from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError
 from coplay.nets.mixers import MonotonicMixer
 
@@ -107,8 +108,8 @@ def test_nothing_is_learned_before_learning_starts():
     entry = get_algo("qmix")
     cfg = entry.config(num_envs=4, rollout_len=2, learning_starts=24, batch_size=4, buffer_size=64)
     trainer = entry.factory(cfg, ENVS.make("matrix"), num_updates=10)
-    state = jax.jit(trainer.init)(jax.random.PRNGKey(0))  # compiled: far quicker than op by op
-    update = jax.jit(trainer.update)
+    state = jit_once(trainer.init)(jax.random.PRNGKey(0))  # compiled, unoptimised: quicker than op by op
+    update = jit_once(trainer.update)
     for _ in range(2):  # 16 steps < 24: learning waits
         new, metrics = update(state)
         assert float(metrics["learning"]) == 0.0

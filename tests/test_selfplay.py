@@ -15,6 +15,7 @@ from coplay.algos.base import Policy
 from coplay.algos.common import opponent_pool
 from coplay.algos.common.evaluation import make_evaluator
 from coplay.algos.common.matches import make_match, outcomes, random_policy
+from coplay.core.compile import jit_once
 from coplay.core.env import Wrapper
 from coplay.core.errors import ConfigError
 from coplay.eval.bots import make_bot, tic_tac_toe_minimax
@@ -87,7 +88,7 @@ def test_pool_record_decays_old_results():
 def test_random_matches_are_zero_sum_and_record_the_first_mover():
     env = coplay.make("tic_tac_toe")
     rand = random_policy(env)
-    out = jax.jit(make_match(env, [rand, rand], episodes=400))([None, None], jax.random.PRNGKey(0))
+    out = jit_once(make_match(env, [rand, rand], episodes=400))([None, None], jax.random.PRNGKey(0))
     ret = np.asarray(out["return"])
     assert out["finished"].all()
     np.testing.assert_allclose(ret.sum(1), 0.0)
@@ -123,13 +124,13 @@ def test_matches_and_evaluation_that_stop_early_give_the_full_horizons_results()
     once = _StatesUsedOnce(env)
     assert not env.states_used_once and AutoReset(EpisodeStats(once)).states_used_once
     keys = jax.random.split(jax.random.PRNGKey(3), 2)
-    early, full = (jax.jit(jax.vmap(make_match(e, [random_policy(e)] * 2, 16), in_axes=(None, 0)))(
+    early, full = (jit_once(jax.vmap(make_match(e, [random_policy(e)] * 2, 16), in_axes=(None, 0)))(
         [None, None], keys) for e in (env, once))
     assert int(early["length"].max()) < env.spec.max_steps
     for k in early:
         np.testing.assert_array_equal(early[k], full[k], err_msg=k)
-    early, full = (jax.jit(jax.vmap(make_evaluator(random_policy(AutoReset(EpisodeStats(e))), 8),
-                                    in_axes=(None, 0)))(None, keys) for e in (env, once))
+    early, full = (jit_once(jax.vmap(make_evaluator(random_policy(AutoReset(EpisodeStats(e))), 8),
+                                     in_axes=(None, 0)))(None, keys) for e in (env, once))
     for k in early:
         np.testing.assert_array_equal(early[k], full[k], err_msg=k)
 
@@ -139,7 +140,7 @@ def test_random_tic_tac_toe_matches_the_exact_odds():
     # and draws 8/63. Both seats play random_policy, which acts with one draw per game.
     env = coplay.make("tic_tac_toe")
     games = 20_000
-    out = jax.jit(make_match(env, [random_policy(env), random_policy(env)], episodes=games))(
+    out = jit_once(make_match(env, [random_policy(env), random_policy(env)], episodes=games))(
         [None, None], jax.random.PRNGKey(11))
     ret, first = np.asarray(out["return"]), np.asarray(out["first"])
     mover = ret[np.arange(games), first]
@@ -154,7 +155,7 @@ def test_simultaneous_seats_draw_their_own_random_actions():
     env = coplay.make("matrix", game="rps", rounds=1)
     assert not env.spec.turn_based
     games = 6_000
-    out = jax.jit(make_match(env, [random_policy(env), random_policy(env)], episodes=games))(
+    out = jit_once(make_match(env, [random_policy(env), random_policy(env)], episodes=games))(
         [None, None], jax.random.PRNGKey(12))
     ret = np.asarray(out["return"])[:, 0]
     for outcome in (1.0, 0.0, -1.0):
@@ -186,7 +187,7 @@ def test_equal_seats_of_a_turn_based_game_act_in_one_call():
 def test_minimax_never_loses_even_after_random_openings():
     env = coplay.make("tic_tac_toe")
     perfect, rand = tic_tac_toe_minimax(env), random_policy(env)
-    out = jax.jit(make_match(env, [perfect, rand], episodes=300, opening_moves=2))([None, None],
+    out = jit_once(make_match(env, [perfect, rand], episodes=300, opening_moves=2))([None, None],
                                                                                    jax.random.PRNGKey(1))
     ret = np.asarray(out["return"])
     first = np.asarray(out["first"])
@@ -212,7 +213,7 @@ def test_round_robin_counts_every_seated_pair():
     sp = selfplay_ppo.SelfPlayPPO(selfplay_ppo.Config(num_envs=4, rollout_len=4, minibatches=1, hidden_size=8), env,
                               num_updates=1)
     policy = sp.policy()
-    init = sp.policy_params(jax.jit(sp.init)(jax.random.PRNGKey(0)))
+    init = sp.policy_params(jit_once(sp.init)(jax.random.PRNGKey(0)))
     other = jax.tree.map(lambda x: x * 0.0, init)      # uniform logits: random play
     # Two networks share one policy (their games are vmapped over parameters), beside a bot.
     players = [Player("net_a", policy, init), Player("net_b", policy, other), Player("minimax", tic_tac_toe_minimax(env))]
@@ -254,8 +255,8 @@ def test_update_trains_only_the_learner_and_fills_the_pool():
     config = selfplay_ppo.Config(num_envs=8, rollout_len=8, minibatches=2, hidden_size=16, snapshot_every=2,
                                  pool_size=3)
     trainer = selfplay_ppo.SelfPlayPPO(config, env, num_updates=8)
-    state = jax.jit(trainer.init)(jax.random.PRNGKey(0))
-    update = jax.jit(trainer.update)
+    state = jit_once(trainer.init)(jax.random.PRNGKey(0))
+    update = jit_once(trainer.update)
     for _ in range(7):
         state, metrics = update(state)
     assert state.pool.added_at.tolist() == [6, 2, 4]    # snapshots at updates 2, 4, 6; 6 overwrote 0
@@ -272,12 +273,12 @@ def test_fixed_population_is_never_changed():
     env = coplay.make("tic_tac_toe")
     config = selfplay_ppo.Config(num_envs=8, rollout_len=8, minibatches=2, hidden_size=16, snapshot_every=1)
     probe = selfplay_ppo.SelfPlayPPO(config, env, num_updates=2)
-    init = jax.jit(probe.init)
+    init = jit_once(probe.init)
     members = [probe.policy_params(init(jax.random.PRNGKey(k))) for k in range(2)]
     pool = opponent_pool.from_population(jax.tree.map(lambda *x: jnp.stack(x), *members), jnp.array([1.0, 0.0]))
     trainer = selfplay_ppo.SelfPlayPPO(config, env, num_updates=2, opponents=pool)
-    state = jax.jit(trainer.init)(jax.random.PRNGKey(5))
-    update = jax.jit(trainer.update)
+    state = jit_once(trainer.init)(jax.random.PRNGKey(5))
+    update = jit_once(trainer.update)
     for _ in range(2):
         state, _ = update(state)
     assert jax.tree.all(jax.tree.map(jnp.array_equal, state.pool.params, pool.params))

@@ -21,6 +21,7 @@ from scipy import stats
 import coplay
 from coplay.algos.common.matches import make_match, outcomes, random_policy
 from coplay.cli.main import main
+from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError
 from coplay.eval.bots import tic_tac_toe_minimax
 from coplay.eval.ratings import elo
@@ -34,7 +35,7 @@ pytest.importorskip("pgx")
 def _as_seat(env, me, params, other, seat: int, episodes: int, key, opening_moves: int = 0) -> dict:
     """`me` in `seat` against `other` (no params); results of `me`, split by who moved first."""
     policies = [me, other] if seat == 0 else [other, me]
-    out = jax.jit(make_match(env, policies, episodes, opening_moves))(
+    out = jit_once(make_match(env, policies, episodes, opening_moves))(
         [params, None] if seat == 0 else [None, params], key)
     res = {k: np.asarray(v) for k, v in outcomes(out["return"], seat).items()}
     first = np.asarray(out["first"]) == seat

@@ -8,6 +8,7 @@ import pytest
 import coplay
 from coplay.algos.base import Policy
 from coplay.algos.common.matches import make_match, no_carry
+from coplay.core.compile import jit_once
 from coplay.core.errors import UnknownNameError
 from coplay.envs.trees import TreeArrays
 from coplay.envs.trees.values import expected_value
@@ -42,7 +43,7 @@ def test_play_agrees_with_the_exact_tree(name):
     table = (table / table.sum(axis=1, keepdims=True)).astype(np.float32)
     exact = float(expected_value(t, jnp.asarray(table)))
     policy = _table_policy(env, table)
-    out = jax.jit(make_match(env, [policy, policy], 40000))([None, None], jax.random.PRNGKey(1))
+    out = jit_once(make_match(env, [policy, policy], 40000))([None, None], jax.random.PRNGKey(1))
     returns = np.asarray(out["return"])
     assert out["finished"].all() and not out["illegal"].any()
     assert np.allclose(returns.sum(axis=1), 0.0)
