@@ -92,6 +92,7 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None) -> None:
 
     # shapes, dtypes and masks, step by step (compiled: eager is compared with jit below)
     reset_j, step_j = jit_once(env.reset), jit_once(env.step)
+
     def act(ts, k):
         return random_actions(env, ts, k)
 
