@@ -14,11 +14,14 @@ from pathlib import Path
 
 import jax
 
+# Programs that compile faster than this are not worth a cache entry.
+MIN_COMPILE_SECONDS = 0.5
+
 
 def pytest_configure(config):
     cache = os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(Path(config.rootpath) / ".pytest_cache" / "jax")
     # Set in the environment too, so that processes started by the tests use the same cache.
     os.environ["JAX_COMPILATION_CACHE_DIR"] = cache
-    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.5"
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = str(MIN_COMPILE_SECONDS)
     jax.config.update("jax_compilation_cache_dir", cache)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
