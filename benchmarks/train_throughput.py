@@ -507,9 +507,10 @@ def decomposition(s: dict, target: float, long_budget: int) -> str:
     """Split how much sooner coplay's defaults reach the target than JaxMARL's own config
     into hyperparameters (JaxMARL's script both ways), implementation (both libraries with
     coplay's hyperparameters at JaxMARL's sizes) and coplay's sizes."""
-    own, where = s["jaxmarl-own"], ""
-    if own["target_s"] is None and "jaxmarl-own (long)" in s:
-        own, where = s["jaxmarl-own (long)"], f" in the {long_budget:,}-step run"
+    own_name, where = "jaxmarl-own", ""
+    if s[own_name]["target_s"] is None and "jaxmarl-own (long)" in s:
+        own_name, where = "jaxmarl-own (long)", f" in the {long_budget:,}-step run"
+    own = s[own_name]
     jm_hp, cp_hp, cp_def = s["jaxmarl-coplay-hp"], s["coplay-coplay-hp"], s["coplay-default"]
     missing = [name for name, v in (("jaxmarl-own", own), ("jaxmarl-coplay-hp", jm_hp), ("coplay-coplay-hp", cp_hp),
                                     ("coplay-default", cp_def)) if v["target_s"] is None]
@@ -532,7 +533,17 @@ def decomposition(s: dict, target: float, long_budget: int) -> str:
             f"({cp_hp['target_steps']:,} steps); coplay's env-steps/s over JaxMARL's are {speed:.2f} and JaxMARL's "
             f"steps to the target over coplay's {sample:.2f}, startup makes up the rest. Sizes, {z:.2f}: coplay's "
             f"defaults ({d.num_envs} envs x {d.rollout_len} steps, {d.minibatches} minibatches, lr {d.lr}) take "
-            f"{cp_def['target_s']:.1f} s. A ratio above 1 is time saved.")
+            f"{cp_def['target_s']:.1f} s. A ratio above 1 is time saved."
+            + _partly((own_name, own), ("jaxmarl-coplay-hp", jm_hp), ("coplay-coplay-hp", cp_hp), ("coplay-default", cp_def)))
+
+
+def _partly(*rows: tuple[str, dict]) -> str:
+    """A warning for the split above when some of its times come from only some of a row's runs."""
+    few = [f"{name} {r['reached']} of {r['runs']}" for name, r in rows if r["reached"] < r["runs"]]
+    if not few:
+        return ""
+    return (f" Not every run reached the target ({', '.join(few)}): those rows' times are medians over the runs "
+            f"that did, so the split is less firm than the rows that reached it every time.")
 
 
 def run_budget(args, d: Path, jm_config: dict) -> tuple[dict, dict | None]:
