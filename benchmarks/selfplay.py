@@ -416,7 +416,10 @@ def main() -> None:
     ]
     if before:
         lines.append(f"\nGames/s before: the earlier run in `{args.before.name}` ({before_machine}); speed-up ="
-                     " games/s now / games/s before.")
+                     " games/s now / games/s before. The two runs are minutes apart, and this machine's speed can"
+                     " drift by up to 2x in minutes: the random-play speed-ups are far beyond that, the training"
+                     " rows' are not. `benchmarks/selfplay_paired.py` times the training rows of two checkouts in"
+                     " alternation (section below when it has been run).")
     write_section("selfplay", "\n".join(lines))
 
 
