@@ -17,7 +17,13 @@ SMALL = ["env=matrix", "env.game=climbing", "env.rounds=10", "algo=ippo", "algo.
          "tensorboard=false", "progress=false"]
 
 CHILD = """
-import json, sys, jax, numpy as np, coplay
+import json, logging, sys, jax, numpy as np, coplay
+compiles = []   # the chunk's compilations (cache hits included), from JAX's compile log
+handler = logging.Handler()
+handler.emit = lambda r: compiles.append(r.getMessage()) if "jit(one_seed)" in r.getMessage() or \
+    "jit(only_seed)" in r.getMessage() else None
+logging.getLogger("jax").addHandler(handler)
+jax.config.update("jax_log_compiles", True)
 result = coplay.train(sys.argv[1:])
 leaf = jax.tree.leaves(result.state)[0]
 print(json.dumps({
@@ -28,6 +34,7 @@ print(json.dumps({
     "summary_devices": result.summary["devices"],
     "per_seed": result.summary["final"]["return"]["per_seed"],
     "params": [float(np.abs(np.asarray(x)).sum()) for x in jax.tree.leaves(result.state.params)],
+    "chunk_compiles": sum(m.startswith("Compiling jit(") for m in compiles),
 }))
 """
 
@@ -39,6 +46,7 @@ def test_seeds_spread_over_two_devices_train_as_on_one(tmp_path):
     two = json.loads(out.stdout.strip().splitlines()[-1])
     assert two["devices"] == 2 and two["leaf_devices"] == 2          # the state lives on both devices
     assert two["summary_devices"] == "4 seeds over 2 cpu devices, 2 each"
+    assert two["chunk_compiles"] == 1    # both chunks run one program: the state comes back placed as it went in
 
     one = coplay.train(SMALL + [f"out_dir={tmp_path / 'one'}"])
     assert one.summary["devices"] == "4 seed(s) on one cpu device"
@@ -63,6 +71,7 @@ def test_one_seeds_environments_split_over_two_devices_train_as_on_one(tmp_path)
     assert "envs" not in two["params_spec"], two["params_spec"]
     assert two["summary_devices"] == ("1 seed(s) over 2 cpu devices: seeds split 1 way(s), each seed's "
                                       "8 environments split 2 ways (4 per device)")
+    assert two["chunk_compiles"] == 1
     one = coplay.train(small + [f"out_dir={tmp_path / 'one'}"])
     # The gradient is summed across devices, so only the order of float sums differs.
     np.testing.assert_allclose(two["per_seed"], one.summary["final"]["return"]["per_seed"], rtol=1e-4)

@@ -35,7 +35,7 @@ from coplay.experiment import checkpoint
 from coplay.experiment.config import Experiment, parse_overrides, result_dict, resume_differences
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
 from coplay.nets.init import init_stacked
-from coplay.scale.devices import describe, run_mesh, shard_state
+from coplay.scale.devices import describe, run_mesh, shard_state, state_placement
 
 
 @dataclass
@@ -102,10 +102,17 @@ def place(p: Plan, state: Any) -> Any:
     return shard_state(state, run_mesh(p.exp.run.seeds, p.trainer.num_envs))
 
 
-def chunk_function(p: Plan):
+def chunk_function(p: Plan, placed: Any = None):
     """`chunk(state) -> (state, metrics)`: `updates_per_chunk` updates of every seed,
-    compiled; the state's leaves are `[S, ...]` and the metrics `[S, updates]`."""
+    compiled; the state's leaves are `[S, ...]` and the metrics `[S, updates]`.
+
+    `placed`: the state as `place` spread it over several devices; the chunk then
+    hands its state back placed the same way, so that the next chunk's input matches
+    the first's and the program compiles once (left to XLA, the output's placement
+    can differ from the input's in form, and every later call compiled again)."""
     trainer = p.trainer
+    placement = state_placement(placed)
+    pin = {} if placement is None else {"out_shardings": (placement, None)}
 
     def one_seed(state):
         return jax.lax.scan(lambda s, _: trainer.update(s), state, None, length=p.updates_per_chunk)
@@ -115,8 +122,8 @@ def chunk_function(p: Plan):
             out = one_seed(jax.tree.map(lambda x: x[0], state))
             return jax.tree.map(lambda x: x[None], out)
 
-        return jax.jit(only_seed, donate_argnums=0)
-    return jax.jit(jax.vmap(one_seed), donate_argnums=0)
+        return jax.jit(only_seed, donate_argnums=0, **pin)
+    return jax.jit(jax.vmap(one_seed), donate_argnums=0, **pin)
 
 
 def evaluates_after(p: Plan, chunk: int) -> bool:
@@ -263,7 +270,7 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
     log = MetricsLog(run_dir, exp.run.tensorboard)
     log.truncate(start_chunk - 1)
     evals = _load_evals(run_dir, start_chunk * p.steps_per_chunk) if resume_dir is not None else []
-    chunk_fn = chunk_function(p)
+    chunk_fn = chunk_function(p, state)
     eval_fn = evaluation_function(p, start_chunk)
     interrupt = _Interrupt()
     bar = _progress(exp, p, start_chunk)

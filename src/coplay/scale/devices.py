@@ -69,6 +69,14 @@ def shard_state(state: Any, mesh: Mesh | None) -> Any:
     return jax.tree.map(place, env_axis_mask(state), state)
 
 
+def state_placement(state: Any) -> Any:
+    """Each leaf's sharding where `shard_state` spread the state over several devices;
+    None for a state on one device (or None)."""
+    if state is None or all(len(leaf.sharding.device_set) == 1 for leaf in jax.tree.leaves(state)):
+        return None
+    return jax.tree.map(lambda leaf: leaf.sharding, state)
+
+
 def describe(num_seeds: int, num_envs: int) -> str:
     """One line on where the seeds and their environments run."""
     devices = jax.devices()
