@@ -11,10 +11,9 @@ import numpy as np
 
 import coplay
 from coplay.scale.devices import describe, mesh_shape, run_mesh
+from tiny_run import TINY
 
-SMALL = ["env=matrix", "env.game=climbing", "env.rounds=10", "algo=ippo", "algo.num_envs=8", "algo.rollout_len=10",
-         "algo.hidden_size=16", "total_steps=800", "chunk_steps=400", "eval_episodes=4", "seeds=4",
-         "tensorboard=false", "progress=false"]
+SMALL = TINY + ["seeds=2"]
 
 CHILD = """
 import json, logging, sys, jax, numpy as np, coplay
@@ -45,11 +44,11 @@ def test_seeds_spread_over_two_devices_train_as_on_one(tmp_path):
     out = subprocess.run([sys.executable, "-c", CHILD, *args], env=env, capture_output=True, text=True, check=True)
     two = json.loads(out.stdout.strip().splitlines()[-1])
     assert two["devices"] == 2 and two["leaf_devices"] == 2          # the state lives on both devices
-    assert two["summary_devices"] == "4 seeds over 2 cpu devices, 2 each"
+    assert two["summary_devices"] == "2 seeds over 2 cpu devices, 1 each"
     assert two["chunk_compiles"] == 1    # both chunks run one program: the state comes back placed as it went in
 
     one = coplay.train(SMALL + [f"out_dir={tmp_path / 'one'}"])
-    assert one.summary["devices"] == "4 seed(s) on one cpu device"
+    assert one.summary["devices"] == "2 seed(s) on one cpu device"
     np.testing.assert_allclose(two["per_seed"], one.summary["final"]["return"]["per_seed"], rtol=1e-5)
     params_one = [float(np.abs(np.asarray(x)).sum()) for x in jax.tree.leaves(one.state.params)]
     np.testing.assert_allclose(two["params"], params_one, rtol=1e-4)

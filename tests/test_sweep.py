@@ -17,12 +17,13 @@ import pytest
 from coplay.cli.main import main
 from coplay.core.errors import ConfigError, UnknownNameError
 from coplay.experiment.sweep import Axis, SweepArgs, expand, parse_sweep, plan_sweep, read_attempts, sweep
+from tiny_run import TINY
 
 ray = pytest.importorskip("ray")
 
-# Cheap runs: 10-round climbing game, 4 chunks of 400 steps, evaluation every chunk.
-SMALL = ["algo=ippo", "env=matrix", "env.game=climbing", "env.rounds=10", "algo.num_envs=8", "algo.rollout_len=10",
-         "algo.hidden_size=16", "chunk_steps=400", "total_steps=1600", "eval_episodes=4", "tensorboard=false"]
+# Cheap runs: 10-round climbing game, 4 chunks of 400 steps, evaluation every chunk. Swept
+# learning rates include the default (7e-4), whose trials run the program other tests compiled.
+SMALL = [a for a in TINY if a != "progress=false"]
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +179,7 @@ def test_unfinished_trials_are_reported_and_run_again(tmp_path, monkeypatch, cap
         return out
 
     monkeypatch.setattr("coplay.scale.ray_trials.run_trials", fake_run_trials)
-    args = ["sweep", *SMALL, "algo.lr=3e-3", "seeds=2", "--out", str(tmp_path / "s")]
+    args = ["sweep", *SMALL, "algo.lr=7e-4", "seeds=2", "--out", str(tmp_path / "s")]
     assert main(args) == 1
     captured = capsys.readouterr()
     assert "did not finish: ActorDiedError" in captured.err and "| 1/2 |" in captured.out
@@ -200,9 +201,9 @@ def _summary(trial_dir: str) -> dict:
 @pytest.mark.xdist_group("ray")
 def test_sweep_gathers_every_configuration(tmp_path, local_ray):
     out = tmp_path / "sweep"
-    result = sweep([*SMALL, "algo.lr=3e-3,3e-4", "seeds=2"], out=out, verbose=0)
+    result = sweep([*SMALL, "algo.lr=7e-4,3e-4", "seeds=2"], out=out, verbose=0)
     assert result.failed == {} and len(result.ran) == 4
-    assert [r["values"] for r in result.table] == [{"algo.lr": "3e-3"}, {"algo.lr": "3e-4"}]
+    assert [r["values"] for r in result.table] == [{"algo.lr": "7e-4"}, {"algo.lr": "3e-4"}]
     for row in result.table:
         ret = row["return"]
         assert row["seeds"] == row["seeds_expected"] == 2 and row["missing"] == []
@@ -218,11 +219,11 @@ def test_sweep_gathers_every_configuration(tmp_path, local_ray):
         assert row["config"] in md and f"{row['return']['iqm']:.3f}" in md
     with (out / "sweep.csv").open() as f:
         rows = list(csv.DictReader(f))
-    assert [r["algo.lr"] for r in rows] == ["3e-3", "3e-4"] and all(r["seeds"] == "2" for r in rows)
+    assert [r["algo.lr"] for r in rows] == ["7e-4", "3e-4"] and all(r["seeds"] == "2" for r in rows)
     assert json.loads((out / "sweep.json").read_text())["configurations"][0]["final"]["return"]["n"] == 2
 
     # The same sweep again runs nothing: every trial left its summary.
-    again = sweep([*SMALL, "algo.lr=3e-3,3e-4", "seeds=2"], out=out, verbose=0)
+    again = sweep([*SMALL, "algo.lr=7e-4,3e-4", "seeds=2"], out=out, verbose=0)
     assert again.ran == [] and again.failed == {}
     assert [r["return"] for r in again.table] == [r["return"] for r in result.table]
     assert all(len(read_attempts(Path(t["run_dir"]), t["id"])) == 1 for r in again.table for t in r["trials"])

@@ -112,7 +112,7 @@ def chunk_function(p: Plan, placed: Any = None):
     can differ from the input's in form, and every later call compiled again)."""
     trainer = p.trainer
     placement = state_placement(placed)
-    pin = {} if placement is None else {"out_shardings": (placement, None)}
+    pin: dict[str, Any] = {} if placement is None else {"out_shardings": (placement, None)}
 
     def one_seed(state):
         return jax.lax.scan(lambda s, _: trainer.update(s), state, None, length=p.updates_per_chunk)
@@ -137,10 +137,11 @@ def evaluates_after(p: Plan, chunk: int) -> bool:
 FEW_EVALUATIONS = 3
 
 
-def evaluation_function(p: Plan, start_chunk: int = 0):
+def evaluation_function(p: Plan):
     """`evaluate(params [S, ...], keys [S, 2]) -> dict of [S, episodes]`, compiled for
-    the evaluations a run from chunk `start_chunk` on makes."""
-    evaluations = sum(evaluates_after(p, c) for c in range(start_chunk, p.num_chunks))
+    the evaluations the whole run makes (a resumed run compiles the program its first
+    part did, which the compilation cache may already hold)."""
+    evaluations = sum(evaluates_after(p, c) for c in range(p.num_chunks))
     jit = jit_once if evaluations <= FEW_EVALUATIONS else jax.jit
     return jit(jax.vmap(p.trainer.evaluator(p.exp.run.eval_episodes)))
 
@@ -271,7 +272,7 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
     log.truncate(start_chunk - 1)
     evals = _load_evals(run_dir, start_chunk * p.steps_per_chunk) if resume_dir is not None else []
     chunk_fn = chunk_function(p, state)
-    eval_fn = evaluation_function(p, start_chunk)
+    eval_fn = evaluation_function(p)
     interrupt = _Interrupt()
     bar = _progress(exp, p, start_chunk)
     interrupted = False

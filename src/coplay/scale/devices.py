@@ -71,8 +71,12 @@ def shard_state(state: Any, mesh: Mesh | None) -> Any:
 
 def state_placement(state: Any) -> Any:
     """Each leaf's sharding where `shard_state` spread the state over several devices;
-    None for a state on one device (or None)."""
-    if state is None or all(len(leaf.sharding.device_set) == 1 for leaf in jax.tree.leaves(state)):
+    None for a state on one device, on the host (as a restored checkpoint is), or None."""
+    def spread(leaf: Any) -> bool:
+        sharding = getattr(leaf, "sharding", None)
+        return sharding is not None and len(sharding.device_set) > 1
+
+    if state is None or not any(spread(leaf) for leaf in jax.tree.leaves(state)):
         return None
     return jax.tree.map(lambda leaf: leaf.sharding, state)
 
