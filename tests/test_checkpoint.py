@@ -8,6 +8,7 @@ import pytest
 
 from coplay.core.errors import CheckpointError
 from coplay.experiment import checkpoint
+from coplay.experiment.checkpoint import CheckpointWarning
 
 
 def _tree(x=1.0):
@@ -82,3 +83,28 @@ def test_any_pytree_round_trips(tmp_path):
     for want, got in zip(jax.tree.leaves(tree), jax.tree.leaves(restored)):
         np.testing.assert_array_equal(np.asarray(want), np.asarray(got))
         assert np.asarray(want).dtype == np.asarray(got).dtype
+
+
+def test_flipped_bits_are_refused_and_the_previous_checkpoint_used_with_a_warning(tmp_path):
+    checkpoint.save(tmp_path, 0, _tree(1.0), {"chunk": 0})
+    newest = checkpoint.save(tmp_path, 1, _tree(2.0), {"chunk": 1})
+    data = bytearray(newest.read_bytes())
+    at = bytes(data).rindex(np.full(3, 2.0, np.float32).tobytes())  # inside the array "a"
+    data[at + 2] ^= 0b1010  # 2.0 becomes another finite float: readable, but not what was saved
+    newest.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="ckpt_00000001.msgpack is damaged: its contents do not match"):
+        checkpoint.load(newest, _tree())
+    with pytest.warns(CheckpointWarning, match="ckpt_00000001.msgpack is damaged.*using the older ckpt_00000000"):
+        state, meta, path = checkpoint.latest(tmp_path, _tree())
+    assert meta["chunk"] == 0 and path.name == "ckpt_00000000.msgpack"
+    np.testing.assert_array_equal(state["a"], np.full(3, 1.0))
+
+
+def test_temporary_files_of_killed_writes_are_removed(tmp_path):
+    checkpoint.save(tmp_path, 0, _tree(1.0), {"chunk": 0})
+    left = tmp_path / ".ckpt_00000001.msgpack.x8_k2abc.tmp"  # what a write killed before its rename leaves
+    left.write_bytes(b"half a checkpoint")
+    mine = tmp_path / "notes.tmp"  # not one of coplay's temporaries
+    mine.write_text("keep")
+    checkpoint.save(tmp_path, 1, _tree(2.0), {"chunk": 1})
+    assert not left.exists() and mine.exists()

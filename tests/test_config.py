@@ -47,6 +47,8 @@ def test_unknown_names_list_valid_choices(args, words):
     (["algo.activation=sigmoid"], ["sigmoid", "tanh", "relu"]),
     (["algo.recurrent=maybe"], ["algo.recurrent", "true or false"]),
     (["notakeyvalue"], ["notakeyvalue", "key=value"]),
+    (["name=../.."], ["name='../..'", "one directory inside out_dir"]),
+    (["name=a/b"], ["name='a/b'", "without '/'"]),
 ])
 def test_bad_values_are_refused(args, words):
     with pytest.raises(ConfigError) as e:
@@ -66,3 +68,20 @@ def test_resume_differences_name_fields():
     a = parse_overrides(["algo.lr=1e-3"])
     b = parse_overrides(["algo.lr=2e-3", "progress=false"])
     assert resume_differences(a, b) == ["algo.lr"]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("algo: {name: ippo\n", ["is not valid YAML", "flow mapping"]),
+    ("- algo\n- env\n", ["holds a list, not a mapping"]),
+    ("", ["is empty"]),
+    ("algo: [ippo]\n", ["config field 'algo' must be a name or a mapping", "['ippo']"]),
+    ("algo: {name: ippo, lrr: 0.1}\n", ["lrr", "valid choices", "lr"]),
+])
+def test_a_malformed_config_yaml_is_refused_naming_the_file(tmp_path, text, words):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        Experiment.load(path)
+    assert str(path) in str(e.value)
+    for w in words:
+        assert w in str(e.value)

@@ -58,11 +58,11 @@ def test_taxi_discrete_observations_are_one_hot_and_info_masks_are_honoured():
 class _TwoObjectives(gymnasium.Env):
     """A 3-step corridor with a vector reward (MO-Gymnasium's `reward_space` convention)."""
 
-    def __init__(self, bad_at: int | None = None):
+    def __init__(self, bad_at: int | None = None, fault: str = "shape"):
         self.observation_space = spaces.Box(0.0, 3.0, (1,), np.float32)
         self.action_space = spaces.Discrete(2)
         self.reward_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
-        self.bad_at = bad_at
+        self.bad_at, self.fault = bad_at, fault
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
@@ -71,8 +71,13 @@ class _TwoObjectives(gymnasium.Env):
 
     def step(self, action):
         self.t += 1
-        obs = np.full(2 if self.t == self.bad_at else 1, self.t, np.float32)
+        bad = self.t == self.bad_at
+        obs = np.full(2 if bad and self.fault == "shape" else 1, self.t, np.float32)
         reward = np.array([1.0, -1.0] if action == 0 else [0.0, 0.5], np.float32)
+        if bad and self.fault == "nan_reward":
+            reward[1] = np.nan
+        if bad and self.fault == "inf_obs":
+            obs[0] = np.inf
         return obs, reward, self.t >= 3, False, {}
 
 
@@ -93,6 +98,10 @@ def test_vector_rewards_give_reward_dim():
 def test_bad_gymnasium_input_is_refused_clearly():
     with pytest.raises(HostEnvError, match=r"agent 'agent_0' at step 2 returned an observation of shape \(2,\)"):
         from_gymnasium(lambda: _TwoObjectives(bad_at=2))
+    with pytest.raises(HostEnvError, match=r"agent 'agent_0' at step 2 got reward array\(\[.*nan\].*NaN and infinite"):
+        from_gymnasium(lambda: _TwoObjectives(bad_at=2, fault="nan_reward"))
+    with pytest.raises(HostEnvError, match=r"agent 'agent_0' at step 2 returned an observation with 1 non-finite"):
+        from_gymnasium(lambda: _TwoObjectives(bad_at=2, fault="inf_obs"))
     with pytest.raises(ConfigError, match="gymnasium.Env or a function"):
         from_gymnasium(lambda: object())
     with pytest.raises(UnknownNameError, match="did you mean 'CartPole-v1'"):

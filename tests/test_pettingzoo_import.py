@@ -22,7 +22,10 @@ from coplay.interop.host import HostEnvError, HostState, copy_seed  # noqa: E402
 from coplay.wrappers import AutoReset, EpisodeStats  # noqa: E402
 from gymnasium import spaces  # noqa: E402
 from mpe2 import simple_spread_v3  # noqa: E402
-from pettingzoo import ParallelEnv  # noqa: E402
+
+from broken_envs import Broken  # noqa: E402
+from coplay.core.errors import callback_errors  # noqa: E402
+from coplay.interop.layout import ObservationClipped  # noqa: E402
 
 SPREAD = "pettingzoo:mpe2.simple_spread_v3"
 
@@ -147,68 +150,52 @@ def test_registry_passes_environment_arguments_and_refuses_unknown_ones():
         coplay.make("pettingzoo:classic.tictactoe_v3", api="parallel")
 
 
-class _Broken(ParallelEnv):
-    """Two agents; breaks the API in the way named by `fault` at step `at` of episode `episode`."""
-
-    metadata = {"name": "broken_v0"}
-
-    def __init__(self, fault: str, at: int = 3, episode: int = 0):
-        self.fault, self.at, self.episode = fault, at, episode
-        self.possible_agents = ["a_0", "a_1"]
-        self.episodes = -1
-
-    def observation_space(self, agent):
-        return spaces.Box(-1.0, 1.0, (4,), np.float32)
-
-    def action_space(self, agent):
-        return spaces.Discrete(3)
-
-    def _obs(self):
-        bad = self.fault == "shape" and self.t == self.at and self.episodes == self.episode
-        return {a: np.zeros(5 if (bad and a == "a_1") else 4, np.float32) for a in self.agents}
-
-    def reset(self, seed=None, options=None):
-        self.agents = list(self.possible_agents)
-        self.t = 0
-        self.episodes += 1
-        return self._obs(), {a: {} for a in self.agents}
-
-    def step(self, actions):
-        self.t += 1
-        if self.fault == "vanish" and self.t == self.at and self.episodes == self.episode:
-            self.agents = ["a_0"]  # a_1 leaves without being terminated or truncated
-        end = self.t >= 10
-        term = {a: False for a in self.agents}
-        trunc = {a: end for a in self.agents}
-        obs, rew, info = self._obs(), {a: 0.0 for a in self.agents}, {a: {} for a in self.agents}
-        if end:
-            self.agents = []
-        return obs, rew, term, trunc, info
-
-
 @pytest.mark.parametrize("fault,message", [
     ("vanish", "agent 'a_1' left `agents` at step 3 without being terminated or truncated"),
     ("shape", r"agent 'a_1' at step 3 returned an observation of shape \(5,\)"),
+    ("nan_obs", r"agent 'a_1' at step 3 returned an observation with 1 non-finite entries \(entry \(1,\) is nan\)"),
+    ("bounds", r"agent 'a_1' at step 3 returned an observation outside its observation space .*entry \(2,\) is "
+               r"3, outside \[-1, 1\].*out_of_bounds=clip"),
+    ("nan_reward", "agent 'a_1' at step 3 got reward nan; NaN and infinite rewards are refused"),
+    ("missing", r"agent 'a_1' is in `agents` at step 3 but has no observation \(got observations for \['a_0'\]\)"),
+    ("stranger", "step 3 gave a reward to 'a_9', which is not one of the environment's agents"),
+    ("raise", "broken: the environment raised KeyError: \"the environment's own bug\""),
 ])
 def test_broken_environments_are_refused_naming_agent_and_step(fault, message):
     # Broken in the first episode: caught when the environment is built, before compiling.
     with pytest.raises(HostEnvError, match=message):
-        from_pettingzoo(functools.partial(_Broken, fault), name="broken")
-    # Broken only in a later episode: caught while stepping, with the same message.
-    env = from_pettingzoo(functools.partial(_Broken, fault, episode=1), name="broken")
+        from_pettingzoo(functools.partial(Broken, fault), name="broken")
+    # Broken only in a later episode: caught while stepping, with the same message and
+    # (around compiled calls, as in `coplay.train` and the CLI) the same type.
+    env = from_pettingzoo(functools.partial(Broken, fault, episode=1), name="broken")
     reset, step = jax.jit(env.reset), jax.jit(env.step)
     state, _ = reset(jax.random.PRNGKey(0))
-    with pytest.raises(Exception, match=message):
+    with pytest.raises(HostEnvError, match=message), callback_errors():
         for t in range(10 + 3):  # episode 0 lasts 10 steps; the fault is at step 3 of episode 1
             state, ts = step(state, jnp.zeros(2, jnp.int32), jax.random.PRNGKey(t))
         ts.reward.block_until_ready()
+
+
+def test_observations_that_drift_past_their_bounds_can_be_clipped_and_counted():
+    with pytest.raises(HostEnvError, match="entry \\(2,\\) is 1.01"):
+        from_pettingzoo(functools.partial(Broken, "drift"), name="drifting")
+    with pytest.warns(ObservationClipped, match="1 observations clipped so far"):
+        env = from_pettingzoo(functools.partial(Broken, "drift", episode=1), name="drifting", out_of_bounds="clip")
+        state, ts = env.reset(jax.random.PRNGKey(0))
+        for t in range(10 + 3):
+            state, ts = env.step(state, jnp.zeros(2, jnp.int32), jax.random.PRNGKey(t))
+    np.testing.assert_array_equal(ts.obs[1], [0.0, 0.0, 1.0, 0.0])  # clipped into the box
+    copies = list(env.pool.store.copies.values())
+    assert copies[0].layout.clipped == 1  # the copies' shared layout counts what it clipped
+    with pytest.raises(ConfigError, match="out_of_bounds='wrap' is not one of refuse, clip"):
+        coplay.make("pettingzoo:broken_envs", out_of_bounds="wrap")
 
 
 def test_non_pettingzoo_objects_and_unsupported_spaces_are_refused():
     with pytest.raises(ConfigError, match="ParallelEnv or AECEnv"):
         from_pettingzoo(lambda: object())
 
-    class Mixed(_Broken):
+    class Mixed(Broken):
         def action_space(self, agent):
             return spaces.Discrete(3) if agent == "a_0" else spaces.Box(0, 1, (2,))
 
@@ -253,7 +240,7 @@ def test_copies_in_worker_processes_give_the_same_episodes(backend):
 
 
 def test_worker_errors_and_deaths_reach_the_caller():
-    env = from_pettingzoo(functools.partial(_Broken, "vanish", episode=1), name="broken", workers=2)
+    env = from_pettingzoo(functools.partial(Broken, "vanish", episode=1), name="broken", workers=2)
     reset, step = jax.jit(jax.vmap(env.reset)), jax.jit(jax.vmap(env.step))
     try:
         state, _ = reset(jax.random.split(jax.random.PRNGKey(0), 2))

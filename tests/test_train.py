@@ -1,8 +1,11 @@
 """End-to-end runs: the run directory, exact resume, Ctrl-C, many seeds, bad input."""
 
 import csv
+import errno
 import hashlib
 import json
+import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -14,7 +17,7 @@ import numpy as np
 import pytest
 
 import coplay
-from coplay.core.errors import ConfigError, TrainingError
+from coplay.core.errors import ConfigError, StorageError, TrainingError
 from coplay.experiment import checkpoint
 from tiny_run import TINY
 
@@ -143,3 +146,76 @@ def test_ctrl_c_saves_checkpoint_and_exits_cleanly(tmp_path):
     # the run continues from there
     resumed = coplay.train(args + [f"resume={tmp_path / 'run'}"], stop_after_chunks=1)
     assert resumed.run_dir == tmp_path / "run"
+
+
+def test_a_run_stopped_before_its_first_checkpoint_resumes_from_the_start(tmp_path):
+    full = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", "name=full"])
+    early = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", "name=early"], stop_after_chunks=1)
+    for path in checkpoint.list_checkpoints(early.run_dir / "checkpoints"):
+        path.unlink()  # as if it had been killed before its first checkpoint
+    resumed = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", f"resume={early.run_dir}"])
+    assert _rows(resumed.run_dir) == _rows(full.run_dir)
+
+
+def test_a_full_disk_midway_is_reported_with_the_last_checkpoint_kept(tmp_path, monkeypatch):
+    write = checkpoint.atomic_write
+
+    def full_after_first(path, data):
+        if path.name.startswith("ckpt_") and path.name != "ckpt_00000000.msgpack":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        write(path, data)
+
+    monkeypatch.setattr(checkpoint, "atomic_write", full_after_first)
+    with pytest.raises(StorageError, match=r"No space left on device; the newest checkpoint is "
+                                           r".*ckpt_00000000.msgpack. Make room and resume with: coplay train resume="):
+        coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", "name=full"])
+    assert [p.name for p in checkpoint.list_checkpoints(tmp_path / "full" / "checkpoints")] == ["ckpt_00000000.msgpack"]
+
+
+@pytest.mark.parametrize("out_dir, reason", [
+    ("{tmp}/a file/runs", "Not a directory"),
+    ("/proc/coplay-runs", ""),
+])
+def test_an_unusable_out_dir_is_refused_before_anything_compiles(tmp_path, monkeypatch, out_dir, reason):
+    from coplay.experiment import runner
+
+    (tmp_path / "a file").write_text("not a directory")
+    monkeypatch.setattr(runner, "init_state", lambda p: pytest.fail("compiled before checking out_dir"))
+    with pytest.raises(StorageError, match=f"cannot make the run directory .*{reason}"):
+        coplay.train(SMALL + [f"out_dir={out_dir.format(tmp=tmp_path)}"])
+
+
+def test_the_resume_hint_is_quoted_for_paths_with_spaces(tmp_path):
+    part = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path / 'my runs'}", "name=it's mine"],
+                        stop_after_chunks=1)
+    command = shlex.split(part.summary["resume"])
+    assert command == ["coplay", "train", f"resume={part.run_dir}"]
+
+
+def test_resuming_after_a_hand_edit_names_the_fields_that_differ(tmp_path, capfd):
+    from coplay.cli.main import main
+
+    part = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}"], stop_after_chunks=1)
+    config = part.run_dir / "config.yaml"
+    config.write_text(config.read_text().replace("hidden_size: 16", "hidden_size: 32"))
+    assert main(["train", f"resume={part.run_dir}"]) == 2
+    err = capfd.readouterr().err
+    assert "written by a different config (algo.hidden_size: checkpoint has 16, config has 32)" in err
+
+
+def test_a_bridged_environment_that_breaks_midway_exits_2_with_its_own_message(tmp_path, capfd):
+    pytest.importorskip("pettingzoo")
+    from coplay.cli.main import main
+
+    code = main(["train", "algo=ippo", "env=pettingzoo:broken_envs", "env.fault=nan_obs", "env.episode=2",
+                 "algo.num_envs=2", "algo.rollout_len=10", "algo.hidden_size=16", "chunk_steps=20",
+                 "total_steps=100", "eval_every=0", "eval_episodes=1", "seeds=1", "progress=false",
+                 "tensorboard=false", f"out_dir={tmp_path}", "name=broken"])
+    err = capfd.readouterr().err
+    assert code == 2, err
+    # each copy plays one 10-step episode per chunk: episode 2 breaks in chunk 2, after two checkpoints
+    assert "coplay: error: pettingzoo:broken_envs: agent 'a_1' at step 3 returned an observation with 1 " \
+           "non-finite entries" in err
+    assert "Traceback" not in err and "CpuCallback" not in err
+    assert [p.name for p in checkpoint.list_checkpoints(tmp_path / "broken" / "checkpoints")] == [
+        "ckpt_00000000.msgpack", "ckpt_00000001.msgpack"]

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -143,6 +143,24 @@ def check_env_support(spec: EnvSpec, algo: str, capabilities: Capabilities) -> N
         f"Algorithms that can: {', '.join(able) or 'none registered'}")
 
 
+# ----- health --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Health:
+    """What a healthy run of an algorithm keeps to, by the measures its users watch.
+    The experiment layer warns (in the run's log and in summary.json) when a run
+    leaves it; stopping stays reserved for non-finite values.
+
+    `ranges`: metric -> (low, high, why): every update's value stays within.
+    `steady`: losses whose per-seed chunk mean must not grow `growth`-fold above
+    the smallest chunk mean the run has had."""
+
+    ranges: Mapping[str, tuple[float, float, str]] = dataclasses.field(default_factory=dict)
+    steady: tuple[str, ...] = ()
+    growth: float = 1e4
+
+
 # ----- configs ---------------------------------------------------------------------------------------
 
 
@@ -212,6 +230,10 @@ class Trainer(abc.ABC, Generic[C]):
     @abc.abstractmethod
     def policy_params(self, state: Any) -> Any:
         """The part of a TrainState that `policy().act` takes as `params`."""
+
+    def health(self) -> Health:
+        """What a healthy run of this algorithm keeps to (default: nothing watched)."""
+        return Health()
 
     def evaluator(self, episodes: int) -> Evaluator:
         """`evaluate(params, key) -> dict of [episodes] arrays`: by default, `episodes`

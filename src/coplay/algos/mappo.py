@@ -31,7 +31,7 @@ import numpy as np
 import optax
 from flax import struct
 
-from coplay.algos.base import Capabilities, Policy, Trainer, per_env
+from coplay.algos.base import Capabilities, Health, Policy, Trainer, per_env
 from coplay.algos.common import ppo
 from coplay.algos.common.advantages import gae
 from coplay.algos.common.metrics import episode_metrics
@@ -138,6 +138,9 @@ class MAPPO(Trainer[Config]):
         c_carry, value = apply_agents(self.critic, params["critic"], c_carry, self.critic_input(ts), ts.done, shared)
         extras = {"logp": self.dist.log_prob(logits, action), "value": value}
         return (a_carry, c_carry), action, extras
+
+    def health(self) -> Health:
+        return ppo.health(self.config, self.env.spec)
 
     def policy(self) -> Policy:
         greedy = self.config.greedy_eval

@@ -52,7 +52,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from coplay.algos.base import Capabilities, Evaluator, Policy, Trainer, per_env
+from coplay.algos.base import Capabilities, Evaluator, Health, Policy, Trainer, per_env
 from coplay.algos.common import opponent_pool, ppo
 from coplay.algos.common.advantages import gae
 from coplay.algos.common.matches import make_match, outcomes, random_policy, sample_from_mask
@@ -208,6 +208,9 @@ class SelfPlayPPO(Trainer[Config]):
         extras = {"logp": _row(self.dist.log_prob(mine, action), seat), "value": _row(value, seat),
                   "seat": seat, "opponent": opponent, "learner_moved": _row(ts.active, seat) & ~in_opening}
         return (seat, opponent, opening - 1), action, extras
+
+    def health(self) -> Health:
+        return ppo.health(self.config, self.env.spec)
 
     def policy(self) -> Policy:
         greedy = self.config.greedy_eval

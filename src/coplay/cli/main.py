@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from coplay.core.errors import CoplayError
+from coplay.core.errors import CoplayError, callback_errors
 
 TRAIN_EPILOG = """Overrides are key=value pairs, e.g.
   coplay train algo=ippo env=foraging seeds=8 algo.lr=3e-4 total_steps=2e6
@@ -56,12 +56,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
     result = train(exp)
     if result.interrupted:
         print(f"interrupted; checkpoint saved in {result.run_dir}/checkpoints")
-        print(f"resume with: coplay train resume={result.run_dir}")
+        print(f"resume with: {result.summary['resume']}")
         return 130
     ret = result.final_return
     print(f"run: {result.run_dir}")
     print(f"final return (IQM over {result.summary['seeds']} seeds, 95% CI): "
           f"{ret['iqm']:.3f} [{ret['ci_low']:.3f}, {ret['ci_high']:.3f}]")
+    for warning in result.summary.get("warnings", []):
+        print(f"warning: {warning}")
     return 0
 
 
@@ -199,9 +201,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The verbs whose positional arguments are key=value overrides, with where they go.
+_OVERRIDES = {"train": "overrides", "solve": "overrides", "sweep": "overrides", "tournament": "players"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    # Overrides may also come after a verb's flags (`coplay sweep --search random algo.lr=...`).
+    where = _OVERRIDES.get(args.command)
+    unknown = [a for a in extra if where is None or a.startswith("-") or "=" not in a]
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if extra and where is not None:
+        setattr(args, where, [*getattr(args, where), *extra])
     if args.command == "train" and args.help:
         from coplay.experiment.config import help_text
 
@@ -217,10 +230,14 @@ def main(argv: list[str] | None = None) -> int:
         print("\n" + SOLVE_EPILOG)
         return 0
     try:
-        return args.func(args)
+        with callback_errors():
+            return args.func(args)
     except CoplayError as e:
         print(f"coplay: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # before a run's own handler is in place (building, compiling) or after it
+        print("coplay: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -8,22 +8,28 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import typing
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from coplay.core.errors import ConfigError, unknown_name
 
 
 def param(default: Any, help: str, *, min: float | None = None, max: float | None = None,
-          choices: tuple | None = None, min_exclusive: bool = False, affects_results: bool = True) -> Any:
+          choices: tuple | None = None, min_exclusive: bool = False, affects_results: bool = True,
+          rule: Callable[[Any], str | None] | None = None) -> Any:
     """A dataclass field with help text and an allowed range or set of choices.
     `affects_results=False` marks a field that changes how a run is shown or
     stored but not what it computes (a progress bar, where files go), so a run
-    may be resumed, and a sweep trial recognised, with another value."""
+    may be resumed, and a sweep trial recognised, with another value. `rule`,
+    for what a range cannot say, returns what is wrong with a value (or None)."""
     return dataclasses.field(
         default=default,
         metadata={"help": help, "min": min, "max": max, "choices": choices, "min_exclusive": min_exclusive,
-                  "affects_results": affects_results},
+                  "affects_results": affects_results, "rule": rule},
     )
 
 
@@ -74,14 +80,17 @@ def coerce_value(where: str, value: Any, typ: Any) -> Any:
         if isinstance(value, bool):
             return value
         raise ConfigError(f"{where} must be true or false, got {value!r}")
-    if typ is int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if typ is int:  # NumPy's scalars count as numbers too
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
             raise ConfigError(f"{where} must be an integer, got {value!r}")
-        if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        number = float(value)
+        if not math.isfinite(number) or number != int(number):
             raise ConfigError(f"{where} must be an integer, got {value!r}")
-        return int(value)
+        return int(number)
     if typ is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
             raise ConfigError(f"{where} must be a number, got {value!r}")
         return float(value)
     if typ is str:
@@ -109,6 +118,9 @@ def check(cfg: Any, prefix: str = "") -> None:
         choices = meta.get("choices")
         if choices is not None and value not in choices:
             raise ConfigError(f"{where}={value!r} is not allowed; valid choices: {', '.join(map(str, choices))}")
+        wrong = meta["rule"](value) if meta.get("rule") else None
+        if wrong:
+            raise ConfigError(f"{where}={value!r} is not allowed: {wrong}")
         lo, hi = meta.get("min"), meta.get("max")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if not math.isfinite(value):

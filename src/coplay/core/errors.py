@@ -4,7 +4,11 @@ valid choices, lists them, so a user can fix the call without reading code."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import jax
 
 
 class CoplayError(Exception):
@@ -28,7 +32,15 @@ class ActionError(CoplayError, ValueError):
 
 
 class CheckpointError(CoplayError):
-    """A checkpoint is missing, unreadable, or belongs to another config."""
+    """A checkpoint is missing, unreadable, damaged, or belongs to another config."""
+
+
+class CheckpointConfigError(CheckpointError):
+    """A checkpoint was written by another config than the one it is loaded with."""
+
+
+class StorageError(CoplayError, OSError):
+    """A run directory or a file in it cannot be written (an unwritable path, a full disk)."""
 
 
 class TrainingError(CoplayError, RuntimeError):
@@ -66,3 +78,44 @@ def unknown_name(kind: str, value: object, choices: Iterable[str]) -> UnknownNam
     return UnknownNameError(
         f"unknown {kind} {value!r}{hint} valid choices: {', '.join(choices)}"
     )
+
+
+# Coplay errors raised inside host callbacks of compiled functions. XLA hands the
+# caller only `JaxRuntimeError: INTERNAL: CpuCallback error ...`, so the callback
+# keeps the error here and `callback_errors` raises it again, whole.
+_from_callbacks: list[CoplayError] = []
+
+
+def _not_reraised(record: logging.LogRecord) -> bool:
+    """JAX logs every failed callback with its traceback; one that `callback_errors`
+    raises again (a coplay error of its own, with no foreign cause) needs no log."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not (isinstance(error, CoplayError) and error in _from_callbacks and error.__cause__ is None)
+
+
+def raised_in_callback(error: CoplayError) -> CoplayError:
+    """Keep `error`, about to be raised inside a host callback, for `callback_errors`; returns it."""
+    _from_callbacks.append(error)
+    return error
+
+
+@contextmanager
+def callback_errors() -> Iterator[None]:
+    """Around calls of compiled functions: a call that fails because a host callback
+    raised a coplay error (a bridged environment that broke its API, say) raises
+    that error, with its own type and message, instead of XLA's runtime error."""
+    _from_callbacks.clear()
+    log = logging.getLogger("jax._src.callback")
+    outermost = _not_reraised not in log.filters
+    log.addFilter(_not_reraised)
+    try:
+        yield
+    except (jax.errors.JaxRuntimeError, ValueError) as e:  # XLA reports a failed callback as either
+        if not _from_callbacks or isinstance(e, CoplayError) or "Callback error" not in str(e):
+            raise
+        error = _from_callbacks[0]
+        _from_callbacks.clear()
+        raise error from e
+    finally:
+        if outermost:
+            log.removeFilter(_not_reraised)

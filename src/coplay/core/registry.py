@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from coplay.core.config import coerce_value, parse_scalar
 from coplay.core.errors import ConfigError, CoplayError, RegistryError, UnknownNameError, unknown_name
 
 SEPARATOR = ":"
@@ -130,11 +131,34 @@ class Registry:
             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
         }
 
-    def make(self, name: str, **kwargs: Any) -> Any:
+    def unknown_argument(self, name: str, key: str, params: dict[str, Any], where: str = "") -> ConfigError:
+        """The error for argument `key`, which entry `name` (taking `params`) does not take."""
+        if not params:
+            return ConfigError(f"{self.what} {name!r} takes no arguments; got {where}{key}")
+        return unknown_name(f"argument of {self.what} {name!r}:", key, params)
+
+    def arguments(self, name: str, values: dict[str, Any], where: str = "") -> dict[str, Any]:
+        """`values` checked against entry `name`'s parameters, each read as its default's
+        type (so command-line strings work, and a value of the wrong type is refused
+        naming `where` + the parameter); parameters without a typed default take a
+        number, bool or none read from text, or any value."""
         params = self.parameters(name)
-        for key in kwargs:
+        out = {}
+        for key, value in values.items():
             if key not in params:
-                raise unknown_name(f"argument of {self.what} {name!r}:", key, params)
+                raise self.unknown_argument(name, key, params, where)
+            default = params[key]
+            typ = type(default) if default is not None and not isinstance(default, (list, tuple, dict)) else None
+            if typ in (int, float, bool, str):
+                out[key] = coerce_value(f"{where}{key}", value, typ)
+            else:
+                out[key] = parse_scalar(value) if isinstance(value, str) else value
+        return out
+
+    def make(self, name: str, **kwargs: Any) -> Any:
+        if not isinstance(name, str):
+            raise ConfigError(f"a {self.what} is named by a string, got {type(name).__name__} {name!r}")
+        kwargs = self.arguments(name, kwargs)
         try:
             return self.get(name).factory(**kwargs)
         except TypeError as e:  # e.g. a value of the wrong type reaching arithmetic

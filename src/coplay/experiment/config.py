@@ -21,12 +21,10 @@ import yaml
 from coplay.algos import ALGOS, algo_config_class, get_algo
 from coplay.core.config import (
     check,
-    coerce_value,
     describe,
     fields,
     free_fields,
     param,
-    parse_scalar,
     set_field,
 )
 from coplay.core.errors import ConfigError, unknown_name
@@ -34,6 +32,13 @@ from coplay.core.registry import ENVS
 
 DEFAULT_ALGO = "mappo"
 DEFAULT_ENV = "spread"
+
+
+def directory_name(value: str) -> str | None:
+    """What is wrong with `value` as the name of one directory inside `out_dir` (None: nothing)."""
+    if value in ("", ".", "..") or any(c in value for c in "/\\\0"):
+        return "a run directory name is one directory inside out_dir: not empty, '.' or '..', without '/' or '\\'"
+    return None
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,8 @@ class RunConfig:
     checkpoint_every: int = param(1, "checkpoint every this many chunks", min=1, affects_results=False)
     keep_checkpoints: int = param(2, "how many recent checkpoints to keep", min=1, affects_results=False)
     out_dir: str = param("runs", "directory in which run directories are created", affects_results=False)
-    name: str | None = param(None, "run directory name (default: <time>-<algo>-<env>)", affects_results=False)
+    name: str | None = param(None, "run directory name (default: <time>-<algo>-<env>)", affects_results=False,
+                             rule=directory_name)
     resume: str | None = param(None, "run directory to continue from its last checkpoint", affects_results=False)
     progress: bool = param(True, "show a progress bar", affects_results=False)
     tensorboard: bool = param(True, "write TensorBoard event files", affects_results=False)
@@ -94,18 +100,24 @@ def result_dict(exp: ConfigFile) -> dict:
 def resolve_env_config(env: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """Every parameter of environment `env`: its defaults with `values` on top, each
     value read as its default's type (strings from the command line included)."""
-    params = ENVS.parameters(env)
-    resolved = dict(params)
-    for k, v in values.items():
-        if k not in params:
-            raise unknown_name(f"parameter of environment {env!r}:", k, params)
-        default = params[k]
-        typ = type(default) if default is not None and not isinstance(default, (list, tuple, dict)) else None
-        if typ in (int, float, bool, str):
-            resolved[k] = coerce_value(f"env.{k}", v, typ)
-        else:  # no typed default (e.g. None): read the text as a number, bool or none
-            resolved[k] = parse_scalar(v) if isinstance(v, str) else v
-    return resolved
+    return {**ENVS.parameters(env), **ENVS.arguments(env, dict(values), "env.")}
+
+
+def sections(d: Mapping[str, Any]) -> tuple[dict, dict, dict]:
+    """A config dict's `algo` and `env` sections (mappings) and its run fields."""
+    if not isinstance(d, Mapping):
+        raise ConfigError(f"a config is a mapping of fields, got a {type(d).__name__}")
+    d = dict(d)
+    parts = []
+    for key in ("algo", "env"):
+        part = d.pop(key, None) or {}
+        if isinstance(part, str):
+            part = {"name": part}
+        if not isinstance(part, Mapping):
+            raise ConfigError(f"config field {key!r} must be a name or a mapping of its name and fields, "
+                              f"got {part!r}")
+        parts.append(dict(part))
+    return parts[0], parts[1], d
 
 
 class ConfigFile:
@@ -140,11 +152,29 @@ class ConfigFile:
 
     @classmethod
     def load(cls, path: Path) -> Any:
+        """The config in `path` (a run directory's config.yaml), refused with the
+        file named when it is missing, not YAML, empty, not a mapping, or invalid."""
+        path = Path(path)
         try:
-            data = yaml.safe_load(Path(path).read_text())
-        except FileNotFoundError as e:
-            raise ConfigError(f"no config.yaml at {path}") from e
-        return cls.from_dict(data or {})
+            text = path.read_text()
+        except FileNotFoundError:
+            raise ConfigError(f"no config.yaml at {path}") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{path} cannot be read: {e}") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path} is not valid YAML: {e}") from None
+        if data is None:
+            raise ConfigError(f"{path} is empty; a run's config.yaml holds its whole config "
+                              f"(algo, env and run fields)")
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path} holds a {type(data).__name__}, not a mapping of config fields "
+                              f"(algo, env and run fields)")
+        try:
+            return cls.from_dict(data)
+        except ConfigError as e:
+            raise type(e)(f"{path}: {e}") from None
 
 
 @dataclass
@@ -168,9 +198,7 @@ class Experiment(ConfigFile):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Experiment:
-        d = dict(d)
-        algo = dict(d.pop("algo", {}) or {})
-        env = dict(d.pop("env", {}) or {})
+        algo, env, d = sections(d)
         exp = cls(algo=algo.pop("name", DEFAULT_ALGO), env=env.pop("name", DEFAULT_ENV),
                   algo_config=algo, env_config=env)
         run = RunConfig()
@@ -217,7 +245,7 @@ def apply_overrides(args: list[str], base: Any, experiment: type[Any], run_class
         elif key.startswith("env."):
             name = key[4:]
             if name not in env_params:
-                raise unknown_name(f"parameter of environment {exp.env!r}:", name, env_params)
+                raise ENVS.unknown_argument(exp.env, name, env_params, "env.")
             env_cfg[name] = value
         else:
             if key not in fields(run_class):

@@ -45,14 +45,16 @@ def load_run(run_dir: Path | str) -> LoadedRun:
         raise ConfigError(f"{run_dir} is not a coplay run directory (no config.yaml)")
     exp = Experiment.load(run_dir / "config.yaml")
     p = plan(exp)
-    state, meta, path = checkpoint.latest(run_dir / "checkpoints", init_state(p))
-    check_checkpoint_config(meta, exp, path)
+    state, meta, path = checkpoint.latest(run_dir / "checkpoints", init_state(p),
+                                          lambda m, f: check_checkpoint_config(m, exp, f))
     return LoadedRun(exp, p, state, meta, path)
 
 
 def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int = 12345) -> dict:
     """Evaluate the run's newest checkpoint: `episodes` per seed. Returns the
     per-seed mean returns, their IQM and 95% CI, and the GIF path if one was written."""
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ConfigError(f"episodes={episodes!r}: evaluation needs a whole number of at least 1 episode per seed")
     run = load_run(run_dir)
     exp, p, meta, path = run.exp, run.plan, run.meta, run.path
     run_dir = Path(run_dir)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import signal
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,10 +31,19 @@ from coplay.algos.base import Trainer
 from coplay.algos.common.evaluation import make_evaluator
 from coplay.core.compile import jit_once
 from coplay.core.env import Env
-from coplay.core.errors import CheckpointError, ConfigError, TrainingError
+from coplay.core.errors import (
+    CheckpointConfigError,
+    CheckpointError,
+    ConfigError,
+    CoplayError,
+    StorageError,
+    TrainingError,
+    callback_errors,
+)
 from coplay.core.registry import ENVS
 from coplay.experiment import checkpoint
 from coplay.experiment.config import Experiment, parse_overrides, result_dict, resume_differences
+from coplay.experiment.health import HealthWatch
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
 from coplay.nets.init import init_stacked
 from coplay.scale.devices import describe, run_mesh, shard_state, state_placement
@@ -167,7 +178,8 @@ def eval_keys(exp: Experiment, chunk: int) -> jax.Array:
 
 def new_run_dir(out_dir: str | Path, name: str | None, algo: str, env: str) -> Path:
     """Make and return a new run directory under `out_dir`: `name`, by default
-    `<time>-<algo>-<env>`, with `-1`, `-2`, ... appended while that exists."""
+    `<time>-<algo>-<env>`, with `-1`, `-2`, ... appended while that exists.
+    One that cannot be made or written in is refused (`StorageError`)."""
     out = Path(out_dir)
     name = name or f"{datetime.now():%Y%m%d-%H%M%S}-{algo}-{env}"
     path = out / name
@@ -175,8 +187,35 @@ def new_run_dir(out_dir: str | Path, name: str | None, algo: str, env: str) -> P
     while path.exists():  # never write into somebody else's run
         path = out / f"{name}-{i}"
         i += 1
-    path.mkdir(parents=True)
+    try:
+        path.mkdir(parents=True)
+    except OSError as e:
+        raise StorageError(f"cannot make the run directory {path} (out_dir={str(out_dir)!r}): "
+                           f"{_reason(e)}") from None
+    try:
+        check_writable(path)
+    except StorageError:
+        path.rmdir()
+        raise
     return path
+
+
+def check_writable(directory: Path) -> None:
+    """Refuse a directory in which no file can be written (`StorageError`)."""
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as e:
+        raise StorageError(f"cannot write in {directory}: {_reason(e)}") from None
+
+
+def _reason(e: OSError) -> str:
+    return e.strerror or str(e)
+
+
+def resume_command(run_dir: Path) -> str:
+    """The command that resumes `run_dir`, quoted for a shell."""
+    return f"coplay train resume={shlex.quote(str(run_dir))}"
 
 
 def _task_name(exp: Experiment) -> str:
@@ -247,25 +286,60 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
                               "resume with the run's own config, or start a new run")
     p = plan(exp)  # all validation happens here, before any compilation
     try:
-        return _run(p, resume_dir, stop_after_chunks)
+        with callback_errors():  # a bridged environment's error keeps its type and message
+            return _run(p, resume_dir, stop_after_chunks)
     finally:
         p.env.close()  # host-stepped environments hold copies and worker processes
 
 
 def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> RunResult:
+    """The run in a new run directory, or continued in `resume_dir`; a write that
+    fails midway (a full disk) is reported as a `StorageError` that says how to resume."""
     exp = p.exp
-    run_dir = resume_dir if resume_dir is not None else new_run_dir(exp.run.out_dir, exp.run.name, exp.algo, exp.env)
+    if resume_dir is None:
+        run_dir = new_run_dir(exp.run.out_dir, exp.run.name, exp.algo, exp.env)
+    else:
+        run_dir = resume_dir
+        for directory in (run_dir, run_dir / "checkpoints"):
+            if directory.is_dir():
+                check_writable(directory)
+    try:
+        return _train(p, run_dir, resume_dir is not None, stop_after_chunks)
+    except OSError as e:
+        if isinstance(e, CoplayError):
+            raise
+        last = checkpoint.list_checkpoints(run_dir / "checkpoints")
+        kept = f"the newest checkpoint is {last[-1]}" if last else "no checkpoint was written yet"
+        where = f" {e.filename}" if e.filename else ""
+        raise StorageError(f"writing{where} in {run_dir} failed: {_reason(e)}; {kept}. Make room and resume "
+                           f"with: {resume_command(run_dir)}") from e
+
+
+def _train(p: Plan, run_dir: Path, resumed: bool, stop_after_chunks: int | None) -> RunResult:
+    exp = p.exp
+    resume_dir = run_dir if resumed else None
     ckpt_dir = run_dir / "checkpoints"
     if resume_dir is None:
         checkpoint.atomic_write(run_dir / "config.yaml", exp.to_yaml().encode())
 
     state = init_state(p)
     start_chunk = 0
+    earlier_s = 0.0  # wall time of the run's earlier parts (a resumed run's clock goes on from there)
+    meta: dict = {}
     if resume_dir is not None:
-        state, meta, path = checkpoint.latest(ckpt_dir, state)
-        check_checkpoint_config(meta, exp, path)
-        start_chunk = int(meta["chunk"]) + 1
-        print(f"resuming {run_dir} from {path.name} (chunk {start_chunk}/{p.num_chunks})", flush=True)
+        for directory in (run_dir, ckpt_dir):  # what writes killed mid-way left behind
+            checkpoint.remove_temporaries(directory)
+        if checkpoint.list_checkpoints(ckpt_dir):
+            state, meta, path = checkpoint.latest(ckpt_dir, state, lambda m, f: check_checkpoint_config(m, exp, f))
+            start_chunk = int(meta["chunk"]) + 1
+            earlier_s = float(meta.get("wall_time_s", 0.0))
+            if start_chunk >= p.num_chunks and (run_dir / "summary.json").exists():
+                print(f"{run_dir} has finished: nothing to resume", flush=True)
+                return RunResult(run_dir, json.loads((run_dir / "summary.json").read_text()), state=state)
+            print(f"resuming {run_dir} from {path.name} (chunk {start_chunk}/{p.num_chunks})", flush=True)
+        else:
+            print(f"resuming {run_dir}: it stopped before its first checkpoint, so it starts from the beginning",
+                  flush=True)
     state = place(p, state)
 
     log = MetricsLog(run_dir, exp.run.tensorboard)
@@ -273,10 +347,11 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
     evals = _load_evals(run_dir, start_chunk * p.steps_per_chunk) if resume_dir is not None else []
     chunk_fn = chunk_function(p, state)
     eval_fn = evaluation_function(p)
+    watch = HealthWatch(p.trainer.health(), p.updates_per_chunk, p.trainer.steps_per_update, meta.get("health"))
     interrupt = _Interrupt()
     bar = _progress(exp, p, start_chunk)
     interrupted = False
-    t_start = time.time()
+    t_start = time.time() - earlier_s
     try:
         with _sigint(interrupt):
             for chunk in range(start_chunk, p.num_chunks):
@@ -284,6 +359,8 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
                 state, metrics = chunk_fn(state)
                 metrics = jax.device_get(metrics)                       # name -> [S, updates]
                 _check_finite(metrics, chunk, p, run_dir)
+                for warning in watch.check(chunk, metrics):
+                    print(f"warning: {warning}", file=sys.stderr, flush=True)
                 env_steps = (chunk + 1) * p.steps_per_chunk
                 per_seed = {k: _nanmean(v) for k, v in metrics.items()}
                 last = chunk == p.num_chunks - 1
@@ -297,7 +374,9 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
                     stop_after_chunks is not None and chunk + 1 - start_chunk >= stop_after_chunks))
                 if last or stopping or (chunk + 1) % exp.run.checkpoint_every == 0:
                     checkpoint.save(ckpt_dir, chunk, state, {"chunk": chunk, "env_steps": env_steps,
-                                                             "config": config_key(exp)},
+                                                             "config": config_key(exp),
+                                                             "wall_time_s": time.time() - t_start,
+                                                             "health": watch.saved()},
                                     keep=exp.run.keep_checkpoints)
                 _advance(bar, p, per_seed, time.time() - t0)
                 if stopping:
@@ -309,7 +388,7 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
             bar.close()
 
     if interrupted:
-        summary = {"interrupted": True, "resume": f"coplay train resume={run_dir}"}
+        summary = {"interrupted": True, "resume": resume_command(run_dir)}
         return RunResult(run_dir, summary, interrupted=True, state=state)
 
     rows = read_metrics(run_dir)
@@ -322,6 +401,7 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
         "return_convention": p.trainer.return_convention,
         "wall_time_s": round(time.time() - t_start, 2),
         "devices": describe(exp.run.seeds, p.trainer.num_envs),
+        "warnings": watch.warnings,
     })
     return RunResult(run_dir, summary, state=state)
 
@@ -348,9 +428,10 @@ def check_checkpoint_config(meta: dict, exp: Experiment, path: Path) -> None:
     except (KeyError, TypeError, ValueError) as e:
         raise CheckpointError(f"checkpoint {path} does not record a readable config ({e})") from e
     if result_dict(stored) != result_dict(exp):
-        diffs = resume_differences(stored, exp)
-        raise CheckpointError(f"checkpoint {path} was written by a different config (differs in "
-                              f"{', '.join(diffs)})")
+        a, b = result_dict(stored), result_dict(exp)
+        detail = ", ".join(f"{d}: checkpoint has {_get(a, d)!r}, config has {_get(b, d)!r}"
+                           for d in resume_differences(stored, exp))
+        raise CheckpointConfigError(f"checkpoint {path} was written by a different config ({detail})")
 
 
 def _nanmean(v: np.ndarray) -> np.ndarray:

@@ -43,7 +43,7 @@ from coplay.core.env import Env
 from coplay.core.errors import ConfigError, UnknownNameError
 from coplay.core.registry import ENVS, Entry
 from coplay.experiment.checkpoint import atomic_write
-from coplay.experiment.config import ConfigFile, apply_overrides, resolve_env_config
+from coplay.experiment.config import ConfigFile, apply_overrides, directory_name, resolve_env_config, sections
 from coplay.experiment.report import plot_series, write_csv
 from coplay.experiment.runner import new_run_dir
 
@@ -56,7 +56,8 @@ class SolveRunConfig:
     seed: int = param(0, "random seed (solvers that sample, e.g. psro_ppo; the exact ones are deterministic)",
                       min=0)
     out_dir: str = param("runs", "directory in which run directories are created", affects_results=False)
-    name: str | None = param(None, "run directory name (default: <time>-<solver>-<env>)", affects_results=False)
+    name: str | None = param(None, "run directory name (default: <time>-<solver>-<env>)", affects_results=False,
+                             rule=directory_name)
     progress: bool = param(True, "show a progress bar", affects_results=False)
 
 
@@ -106,9 +107,7 @@ class SolveExperiment(ConfigFile):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SolveExperiment:
-        d = dict(d)
-        algo = dict(d.pop("algo", {}) or {})
-        env = dict(d.pop("env", {}) or {})
+        algo, env, d = sections(d)
         run = SolveRunConfig()
         for k, v in d.items():
             run = set_field(run, k, v)

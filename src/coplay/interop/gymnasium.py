@@ -68,7 +68,7 @@ class _GymCopy(HostCopy):
 
     def _host_step(self, obs: Any, info: dict, reward: Any, done: bool, truncated: bool) -> HostStep:
         o, m, active, _ = self.layout.step_arrays({AGENT: obs}, {}, {AGENT: info}, [AGENT], {}, self.t)
-        r = np.asarray(reward, np.float32)
+        r = self.layout.reward(AGENT, reward, self.t)
         want = (1,) if self.reward_dim == 1 else (1, self.reward_dim)
         if r.size != int(np.prod(want)):
             raise HostEnvError(f"{self.layout.name}: agent {AGENT!r} at step {self.t} got reward of shape "
@@ -78,13 +78,25 @@ class _GymCopy(HostCopy):
         return HostStep(obs=o, reward=r.reshape(want), done=done, truncated=truncated, active=active,
                         action_mask=m, global_state=o.reshape(-1))
 
+    def _returned(self, call: str, out: Any, size: int) -> tuple:
+        """`out`, the `size`-tuple that Gymnasium's API returns from `call`, or a clear refusal."""
+        if isinstance(out, tuple) and len(out) == size:
+            return out
+        got = f"a {len(out)}-tuple" if isinstance(out, tuple) else f"a {type(out).__name__}"
+        raise HostEnvError(
+            f"{self.layout.name}: {call}() returned {got} at step {self.t}; Gymnasium's API returns "
+            + ("(observation, info)" if call == "reset" else "(observation, reward, terminated, truncated, info)")
+            + ". An environment written for the old Gym API (reset returning the observation alone, step "
+              "returning 4 values) needs a compatibility wrapper first, e.g. shimmy's GymV21CompatibilityV0")
+
     def reset(self, seed: int) -> HostStep:
-        obs, info = self.env.reset(seed=seed)
         self.t = 0
+        obs, info = self._returned("reset", self.env.reset(seed=seed), 2)
         return self._host_step(obs, info, np.zeros(self.reward_dim), False, False)
 
     def step(self, actions: np.ndarray) -> HostStep:
-        obs, reward, terminated, truncated, info = self.env.step(self.layout.action(0, actions[0]))
+        out = self.env.step(self.layout.action(0, actions[0]))
+        obs, reward, terminated, truncated, info = self._returned("step", out, 5)
         self.t += 1
         done = bool(terminated or truncated)
         return self._host_step(obs, info, reward, done, done and not terminated)
@@ -94,12 +106,15 @@ class _GymCopy(HostCopy):
 
 
 def from_gymnasium(env_or_factory: Any, *, name: str | None = None, max_steps: int | None = None,
-                   max_copies: int = 4096, workers: int = 0, worker_backend: str = "process") -> HostEnv:
+                   max_copies: int = 4096, workers: int = 0, worker_backend: str = "process",
+                   out_of_bounds: str = "refuse") -> HostEnv:
     """A single-agent `gymnasium.Env` (or a function building one) as a one-agent
     coplay environment stepped on the host. Instances are copied with
     `copy.deepcopy` for each parallel environment; a function is called.
     `workers` > 0 steps the copies in that many worker processes (or Ray actors
-    with `worker_backend="ray"`); see `coplay.interop.host`."""
+    with `worker_backend="ray"`); see `coplay.interop.host`. `out_of_bounds="clip"`
+    clips observations that leave their Box instead of refusing them (see
+    `coplay.interop.layout`)."""
     gym = _gym()
     if isinstance(env_or_factory, gym.Env):
         template = env_or_factory
@@ -115,7 +130,8 @@ def from_gymnasium(env_or_factory: Any, *, name: str | None = None, max_steps: i
                           f"returned {type(probe).__name__}")
     spec_id = getattr(getattr(probe, "spec", None), "id", None)
     name = name or f"gym:{spec_id or type(probe.unwrapped).__name__}"
-    layout = AgentLayout(name, [AGENT], [probe.observation_space], [probe.action_space], feature="from_gymnasium")
+    layout = AgentLayout(name, [AGENT], [probe.observation_space], [probe.action_space], feature="from_gymnasium",
+                         out_of_bounds=out_of_bounds)
     reward_dim = _reward_dim(probe)
     if max_steps is None:
         limit = getattr(getattr(probe, "spec", None), "max_episode_steps", None)
@@ -137,7 +153,7 @@ def _spec(env_id: str):
                           f"(import the package that registers it first)") from None
 
 
-_OWN = {"max_steps": None, "max_copies": 4096, "workers": 0, "worker_backend": "process"}
+_OWN = {"max_steps": None, "max_copies": 4096, "workers": 0, "worker_backend": "process", "out_of_bounds": "refuse"}
 
 
 def env_parameters(env_id: str) -> dict[str, Any]:
@@ -152,7 +168,7 @@ def make_gymnasium(env_id: str, **kwargs: Any) -> HostEnv:
     max_steps = own["max_steps"] if own["max_steps"] is not None else spec.max_episode_steps
     return from_gymnasium(lambda: _gym().make(env_id, **kwargs), name=f"gym:{env_id}", max_steps=max_steps,
                           max_copies=own["max_copies"], workers=own["workers"],
-                           worker_backend=own["worker_backend"])
+                          worker_backend=own["worker_backend"], out_of_bounds=own["out_of_bounds"])
 
 
 ENVS.register_prefix(

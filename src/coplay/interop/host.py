@@ -37,6 +37,13 @@ parallel. The handles' bookkeeping stays here, and the episodes are the same
 as with `workers=0`. A worker that dies raises `HostEnvError` at the next step
 (its copies are lost). As with any spawned process, a script that uses
 process workers needs the `if __name__ == "__main__":` guard.
+
+**Errors.** Whatever goes wrong on the host raises `HostEnvError` naming the
+environment: a broken API (see `coplay.interop.layout`), a misused handle, or
+an exception of the foreign environment's own (chained as the cause). Raised
+inside a compiled function, it would reach the caller as XLA's
+`INTERNAL: CpuCallback error`; `coplay.core.errors.callback_errors` (used by
+`coplay.train` and the CLI) raises it again with its own type and message.
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ import numpy as np
 from flax import struct
 
 from coplay.core.env import Env
-from coplay.core.errors import HostEnvError
+from coplay.core.errors import CoplayError, HostEnvError, raised_in_callback
 from coplay.core.types import EnvSpec, TimeStep
 
 
@@ -100,6 +107,11 @@ def copy_seed(key_data: np.ndarray) -> int:
     """The integer seed a copy is reset with, from the raw data of a JAX key."""
     k = np.asarray(key_data, np.uint64).reshape(-1)
     return int(k[0]) << 32 | int(k[-1])
+
+
+def foreign_error(name: str, error: Exception) -> HostEnvError:
+    """The `HostEnvError` for an exception raised by foreign environment `name`'s own code."""
+    return HostEnvError(f"{name}: the environment raised {type(error).__name__}: {error}")
 
 
 @dataclass
@@ -341,9 +353,9 @@ class HostPool:
             return len(self.generation) - 1
         slot = int(np.argmin(self.last_use))
         if self.last_use[slot] == now:
-            raise HostEnvError(
+            raise raised_in_callback(HostEnvError(
                 f"{self.spec.name}: more than max_copies={self.max_copies} episodes run at once; "
-                f"raise max_copies")
+                f"raise max_copies"))
         self.generation[slot] += 1  # its old handle is now stale
         self.last_use[slot] = now
         return slot
@@ -353,12 +365,22 @@ class HostPool:
         return Command(slot, seed)
 
     # -- callbacks (leading batch dims B = slot.shape) -------------------------
+    def _run(self, commands: list[Command]) -> list[HostStep]:
+        """The store runs `commands`; an error of the foreign environment's own becomes a
+        `HostEnvError` naming it, and every error is kept for `callback_errors`."""
+        try:
+            return self.store.run(commands)
+        except CoplayError as e:
+            raise raised_in_callback(e) from None
+        except Exception as e:
+            raise raised_in_callback(foreign_error(self.spec.name, e)) from e
+
     def reset_batch(self, key_data: np.ndarray):
         key_data = np.asarray(key_data)  # callbacks receive jax Arrays; indexing those is slow
         batch = key_data.shape[:-1]
         now = next(self.tick)
         commands = [self._start(self._allocate(now), copy_seed(k)) for k in key_data.reshape(-1, key_data.shape[-1])]
-        return self._pack(batch, self.store.run(commands), commands)
+        return self._pack(batch, self._run(commands), commands)
 
     def step_batch(self, slot: np.ndarray, gen: np.ndarray, pool: np.ndarray, actions: np.ndarray,
                    key_data: np.ndarray):
@@ -375,17 +397,17 @@ class HostPool:
                 restarted.append(True)
                 continue
             if s >= len(self.generation) or g != self.generation[s]:
-                raise HostEnvError(
+                raise raised_in_callback(HostEnvError(
                     f"{self.spec.name}: a state of copy {s} was stepped twice, or after its copy was "
                     f"recycled (generation {g}, copy at {self.generation[s] if s < len(self.generation) else '-'});"
                     f" host-stepped environments cannot branch from an old state (raise max_copies if "
-                    f"more than {self.max_copies} episodes run at once)")
+                    f"more than {self.max_copies} episodes run at once)"))
             self.generation[s] += 1
             self.last_use[s] = now
             self.steps[s] += 1
             commands.append(Command(s, copy_seed(k), np.asarray(a), self.steps[s] >= self.spec.max_steps))
             restarted.append(False)
-        out = self.store.run(commands)
+        out = self._run(commands)
         for c, ts, fresh in zip(commands, out, restarted):
             if fresh:  # reported as a truncated end, so every later episode is a real one
                 ts.reward = np.zeros(self.spec.reward_shape, np.float32)
@@ -476,4 +498,4 @@ def box_bounds(spaces: list[Any], size: int) -> tuple[float, float]:
 
 
 __all__ = ["BACKENDS", "HostCopy", "HostEnv", "HostEnvError", "HostPool", "HostState", "HostStep", "box_bounds",
-           "copy_seed", "make_store"]
+           "copy_seed", "foreign_error", "make_store"]

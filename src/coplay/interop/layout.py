@@ -12,33 +12,56 @@ agents on a leading axis.
 - Legal actions come from the observation dict, else from `info["action_mask"]`,
   else every action is legal.
 
-Anything that does not fit raises `HostEnvError` naming the agent (and, for
-values seen while stepping, the step).
+What the environment hands back is checked on every step, so bad data never
+reaches training: an observation of the wrong shape, outside its `Discrete`
+range, or with a NaN or infinite entry, and a NaN or infinite reward, raise
+`HostEnvError` naming the agent, the step and the entry. An observation
+outside its `Box` bounds is refused too (`out_of_bounds="refuse"`, the
+default); environments whose values drift slightly past their declared
+bounds can be run with `out_of_bounds="clip"`, which clips such observations
+into the box, counts them (`AgentLayout.clipped`) and warns at the 1st, 10th,
+100th, ... clipped observation.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from coplay.core import spaces as cs
-from coplay.core.errors import ConfigError
+from coplay.core.errors import ConfigError, CoplayError
 from coplay.core.types import EnvSpec
 from coplay.interop import require
-from coplay.interop.host import HostCopy, HostEnv, HostEnvError, box_bounds
+from coplay.interop.host import HostCopy, HostEnv, HostEnvError, box_bounds, foreign_error
+
+OUT_OF_BOUNDS = ("refuse", "clip")
+
+
+class ObservationClipped(UserWarning):
+    """A host environment's observation left its Box and was clipped (`out_of_bounds="clip"`)."""
+
+
+def _first_bad(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
 class AgentLayout:
     """The array layout of agents `names` with gymnasium spaces `obs_spaces` and `act_spaces`.
 
     `name` is the environment's name in messages; `feature` names the coplay
-    function that needs gymnasium (for the missing-extra error)."""
+    function that needs gymnasium (for the missing-extra error);
+    `out_of_bounds` says what an observation outside its Box gets (see the module doc)."""
 
     def __init__(self, name: str, names: list[str], obs_spaces: list[Any], act_spaces: list[Any],
-                 feature: str = "from_pettingzoo"):
+                 feature: str = "from_pettingzoo", out_of_bounds: str = "refuse"):
         gym = require("gymnasium", "pettingzoo", feature)
+        if out_of_bounds not in OUT_OF_BOUNDS:
+            raise ConfigError(f"{name}: out_of_bounds={out_of_bounds!r} is not one of {', '.join(OUT_OF_BOUNDS)}")
+        self.out_of_bounds = out_of_bounds
+        self.clipped = 0  # observations clipped into their Box (in this process)
         self.name = name
         self.agents = list(names)
         if not self.agents:
@@ -94,21 +117,60 @@ class AgentLayout:
             mask = raw.get("action_mask")
             raw = raw["observation"]
         out = np.zeros(self.obs_dim, np.float32)
+        sp = self.obs_spaces[i]
         if self.one_hot[i]:
-            sp = self.obs_spaces[i]
-            k = int(np.asarray(raw)) - int(sp.start)
+            value = np.asarray(raw)
+            whole = value.shape == () and np.isfinite(value) and float(value) == int(value)
+            k = int(value) - int(sp.start) if whole else -1
             if not 0 <= k < sp.n:
                 raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} returned observation "
                                    f"{raw!r}, outside its observation space {sp}")
             out[k] = 1.0
             return out, mask
         arr = np.asarray(raw)
-        if arr.shape != self.obs_spaces[i].shape:
+        if arr.shape != sp.shape:
             raise HostEnvError(
                 f"{self.name}: agent {agent!r} at step {step} returned an observation of shape {arr.shape}, "
-                f"but its observation space is {self.obs_spaces[i]}")
-        out[:arr.size] = arr.reshape(-1)
+                f"but its observation space is {sp}")
+        out[:arr.size] = self._within(agent, np.asarray(arr, np.float64), sp, step).reshape(-1)
         return out, mask
+
+    def _within(self, agent: str, arr: np.ndarray, sp: Any, step: int) -> np.ndarray:
+        """`arr` if it is finite and inside `sp`'s bounds; clipped into them under `out_of_bounds="clip"`."""
+        where = f"{self.name}: agent {agent!r} at step {step}"
+        finite = np.isfinite(arr)
+        if not finite.all():
+            at = _first_bad(~finite)
+            raise HostEnvError(f"{where} returned an observation with {int((~finite).sum())} non-finite "
+                               f"entries (entry {at} is {arr[at]:.6g}); NaN and infinite observations are refused")
+        low, high = np.broadcast_to(sp.low, arr.shape), np.broadcast_to(sp.high, arr.shape)
+        outside = (arr < low) | (arr > high)
+        if not outside.any():
+            return arr
+        at = _first_bad(outside)
+        detail = (f"entry {at} is {arr[at]:.6g}, outside [{low[at]:.6g}, {high[at]:.6g}]; {int(outside.sum())} of {arr.size} "
+                  f"entries are outside the space's bounds")
+        if self.out_of_bounds == "refuse":
+            raise HostEnvError(f"{where} returned an observation outside its observation space {sp}: {detail}. "
+                               f"Environments whose values drift past their declared bounds can be run with "
+                               f"out_of_bounds=clip (clipped, counted and warned about)")
+        self.clipped += 1
+        if str(self.clipped).strip("0") == "1":  # the 1st, 10th, 100th, ...
+            warnings.warn(f"{where}: observation clipped into its space ({detail}); {self.clipped} observations "
+                          f"clipped so far in this process", ObservationClipped, stacklevel=2)
+        return np.clip(arr, low, high)
+
+    def reward(self, agent: str, value: Any, step: int) -> np.ndarray:
+        """The agent's reward as float32, refused when NaN or infinite."""
+        try:
+            r = np.asarray(value, np.float32)
+        except (TypeError, ValueError):
+            raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} got reward {value!r}, which is not "
+                               f"a number") from None
+        if not np.isfinite(r).all():
+            raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} got reward {value!r}; NaN and "
+                               f"infinite rewards are refused")
+        return r
 
     def legal(self, agent: str, mask: Any, info: dict | None, step: int) -> np.ndarray:
         """The agent's legal actions `[num_actions]` (all False for continuous actions)."""
@@ -149,27 +211,39 @@ class AgentLayout:
             active[i] = True
         r = np.zeros(n, np.float32)
         for a, v in reward.items():
-            if a in self.index:
-                r[self.index[a]] = float(v)
+            r[self.rewarded(a, step)] = self.reward(a, v, step)
         return o, m, active, r
+
+    def rewarded(self, agent: str, step: int) -> int:
+        """The index of `agent`, which got a reward at `step`; refused when it is not an agent."""
+        if agent not in self.index:
+            raise HostEnvError(f"{self.name}: step {step} gave a reward to {agent!r}, which is not one of the "
+                               f"environment's agents ({', '.join(map(repr, self.agents))})")
+        return self.index[agent]
 
 
 def probe_episode(copy_: HostCopy, layout: AgentLayout, max_steps: int, seed: int = 0) -> tuple[int, ...]:
     """One episode of random legal play on a fresh copy, so that a broken API fails
     when the environment is built. Returns the global state's shape."""
     rng = np.random.default_rng(seed)
-    ts = copy_.reset(seed)
-    shape = np.shape(ts.global_state)
-    sp = layout.action_space
-    for _ in range(max_steps):
-        if isinstance(sp, cs.Discrete):
-            actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in ts.action_mask])
-        else:
-            actions = rng.uniform(max(sp.low, -1.0), min(sp.high, 1.0), (len(layout.agents), *sp.shape))
-        ts = copy_.step(actions)
-        if ts.done:
-            break
-    copy_.close()
+    try:
+        ts = copy_.reset(seed)
+        shape = np.shape(ts.global_state)
+        sp = layout.action_space
+        for _ in range(max_steps):
+            if isinstance(sp, cs.Discrete):
+                actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in ts.action_mask])
+            else:
+                actions = rng.uniform(max(sp.low, -1.0), min(sp.high, 1.0), (len(layout.agents), *sp.shape))
+            ts = copy_.step(actions)
+            if ts.done:
+                break
+    except CoplayError:
+        raise
+    except Exception as e:
+        raise foreign_error(layout.name, e) from e
+    finally:
+        copy_.close()
     return shape
 
 
@@ -193,4 +267,4 @@ def host_env(make_copy: Callable[[], HostCopy], layout: AgentLayout, *, name: st
     return HostEnv(make_copy, spec, max_copies=max_copies, workers=workers, worker_backend=worker_backend)
 
 
-__all__ = ["AgentLayout", "host_env", "probe_episode"]
+__all__ = ["OUT_OF_BOUNDS", "AgentLayout", "ObservationClipped", "host_env", "probe_episode"]

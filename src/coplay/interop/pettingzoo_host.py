@@ -12,7 +12,8 @@ parallel environment and seed, all stepped by one callback per step.
 Translation to the contract:
 
 - Agents are `possible_agents` in order (N of them). An agent absent from
-  `agents` is inactive: zero observation, reward 0, all actions legal.
+  `agents` is inactive: zero observation, reward 0, all actions legal. A
+  `ParallelEnv` that leaves out a live agent's observation is refused.
 - Observations are flattened to vectors of float32 and padded with zeros to
   the largest agent's size. A dict observation `{"observation", "action_mask"}`
   (PettingZoo's classic games) gives both; otherwise `infos[agent]["action_mask"]`
@@ -30,8 +31,10 @@ Translation to the contract:
   `max_cycles` where it has one, else 1000) is reached first.
 
 A PettingZoo environment that breaks its API raises `HostEnvError` naming the
-agent and the step: an observation that does not fit its observation space, or
-an agent that leaves `agents` without being terminated or truncated. One
+agent and the step: an observation that does not fit its observation space
+(shape, range, bounds, NaN; see `coplay.interop.layout` for `out_of_bounds`),
+a NaN reward or one for an unknown agent, a live agent without an observation,
+or an agent that leaves `agents` without being terminated or truncated. One
 episode of random legal play is run when the environment is built, so such
 errors show before anything is compiled.
 """
@@ -69,7 +72,12 @@ class _ParallelCopy(HostCopy):
         self.t = 0
 
     def _host_step(self, obs, infos, reward, done, truncated) -> HostStep:
-        live = [a for a in self.env.agents if a in obs]
+        live = list(self.env.agents)
+        for a in live:
+            if a not in obs:
+                raise HostEnvError(f"{self.layout.name}: agent {a!r} is in `agents` at step {self.t} but has no "
+                                   f"observation (got observations for {sorted(obs)}); a ParallelEnv returns an "
+                                   f"observation for every live agent")
         o, m, active, r = self.layout.step_arrays(obs, {}, infos or {}, live, reward, self.t)
         if done:
             active[:] = False
@@ -115,7 +123,7 @@ class _AECCopy(HostCopy):
 
     def _collect(self, reward: np.ndarray) -> None:
         for a, v in self.env.rewards.items():
-            reward[self.layout.index[a]] += float(v)
+            reward[self.layout.rewarded(a, self.t)] += self.layout.reward(a, v, self.t)
 
     def _host_step(self, reward: np.ndarray, done: bool, truncated: bool) -> HostStep:
         env, lay = self.env, self.layout
@@ -179,12 +187,15 @@ def _is_parallel(env: Any) -> bool:
 
 
 def from_pettingzoo(env_or_factory: Any, *, name: str | None = None, max_steps: int | None = None,
-                    max_copies: int = 4096, workers: int = 0, worker_backend: str = "process") -> HostEnv:
+                    max_copies: int = 4096, workers: int = 0, worker_backend: str = "process",
+                    out_of_bounds: str = "refuse") -> HostEnv:
     """A PettingZoo `ParallelEnv` or `AECEnv` (or a function building one) as a
     coplay environment stepped on the host. Instances are copied with
     `copy.deepcopy` for each parallel environment; a function is called.
     `workers` > 0 steps the copies in that many worker processes (or Ray actors
-    with `worker_backend="ray"`); see `coplay.interop.host`."""
+    with `worker_backend="ray"`); see `coplay.interop.host`. `out_of_bounds="clip"`
+    clips observations that leave their Box instead of refusing them (see
+    `coplay.interop.layout`)."""
     require("pettingzoo", "pettingzoo", "from_pettingzoo")
     if callable(env_or_factory) and not hasattr(env_or_factory, "possible_agents"):
         factory = env_or_factory
@@ -196,7 +207,7 @@ def from_pettingzoo(env_or_factory: Any, *, name: str | None = None, max_steps: 
     name = name or f"pettingzoo:{getattr(probe, 'metadata', {}).get('name', type(probe).__name__)}"
     agents = list(probe.possible_agents)
     layout = AgentLayout(name, agents, [probe.observation_space(a) for a in agents],
-                         [probe.action_space(a) for a in agents])
+                         [probe.action_space(a) for a in agents], out_of_bounds=out_of_bounds)
     if max_steps is None:
         cycles = getattr(probe.unwrapped, "max_cycles", None)
         max_steps = int(cycles) * (1 if parallel else len(layout.agents)) if cycles else DEFAULT_MAX_STEPS
@@ -221,7 +232,8 @@ def _module(path: str):
                       f"or parallel_env(), e.g. pettingzoo:mpe2.simple_spread_v3 or pettingzoo:classic.tictactoe_v3")
 
 
-_OWN = {"api": "auto", "max_steps": None, "max_copies": 4096, "workers": 0, "worker_backend": "process"}
+_OWN = {"api": "auto", "max_steps": None, "max_copies": 4096, "workers": 0, "worker_backend": "process",
+        "out_of_bounds": "refuse"}
 
 
 def env_parameters(path: str) -> dict[str, Any]:
@@ -256,7 +268,7 @@ def make_pettingzoo(path: str, **kwargs: Any) -> HostEnv:
     kwargs = {k: v for k, v in kwargs.items() if v is not None or k not in _unset_defaults(path)}
     return from_pettingzoo(lambda: ctor(**kwargs), name=f"pettingzoo:{path}", max_steps=own["max_steps"],
                            max_copies=own["max_copies"], workers=own["workers"],
-                           worker_backend=own["worker_backend"])
+                           worker_backend=own["worker_backend"], out_of_bounds=own["out_of_bounds"])
 
 
 def _unset_defaults(path: str) -> set[str]:

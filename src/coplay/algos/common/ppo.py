@@ -17,6 +17,7 @@ where mean_w and mean_v are means weighted by `policy_weight` and `value_weight`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,9 +26,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from coplay.algos.base import RolloutConfig
+from coplay.algos.base import Health, RolloutConfig
 from coplay.algos.common.minibatch import shuffle_split
 from coplay.core.config import param
+from coplay.core.spaces import num_actions
+from coplay.core.types import EnvSpec
 from coplay.nets import ACTIVATIONS
 
 
@@ -51,6 +54,25 @@ class PPOConfig(RolloutConfig):
     num_layers: int = param(2, "hidden layers (feed-forward); layers around the GRU (recurrent)", min=1)
     activation: str = param("tanh", "hidden activation", choices=tuple(ACTIVATIONS))
     greedy_eval: bool = param(False, "evaluate with the most likely action instead of sampling")
+
+
+# How far beyond the clip range an update's approximate KL may go before a run is
+# reported as diverging: a clipped update keeps the KL near eps**2 / 2, well below eps.
+KL_BEYOND_CLIP = 5.0
+
+
+def health(config: PPOConfig, spec: EnvSpec) -> Health:
+    """What a healthy PPO run keeps to: every update's approximate KL below
+    `KL_BEYOND_CLIP` x the clip range, a discrete policy's entropy between 0 and
+    log(number of actions), and a value loss that does not grow 10,000-fold."""
+    ranges = {"loss/approx_kl": (-1e-3, KL_BEYOND_CLIP * config.clip_eps,
+                                 f"far beyond the clip range algo.clip_eps={config.clip_eps}")}
+    if spec.discrete_actions:
+        most = math.log(num_actions(spec.action_space))
+        ranges["loss/entropy"] = (-1e-3, most * (1 + 1e-3) + 1e-3,
+                                  f"a policy over {num_actions(spec.action_space)} actions has an entropy between 0 "
+                                  f"and log({num_actions(spec.action_space)}) = {most:.3g}")
+    return Health(ranges=ranges, steady=("loss/value",))
 
 
 def learning_rate(config: PPOConfig, num_updates: int) -> float | optax.Schedule:

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from coplay.algos.base import Capabilities, Policy, Trainer, per_env
+from coplay.algos.base import Capabilities, Health, Policy, Trainer, per_env
 from coplay.algos.common import q_learning as ql
 from coplay.algos.common.metrics import episode_metrics
 from coplay.algos.common.q_learning import QConfig
@@ -65,6 +65,10 @@ class QLearner(Trainer[QC]):
 
     config_class = QConfig
     capabilities = Capabilities(recurrent=True)
+
+    def health(self) -> Health:
+        """A TD loss that does not grow 10,000-fold."""
+        return Health(steady=("loss/td",))
 
     def __init__(self, config: QC, env: Env, num_updates: int):
         super().__init__(config, env, num_updates)
