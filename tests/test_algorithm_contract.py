@@ -103,3 +103,25 @@ def test_help_lists_every_algorithm_with_its_kind():
 def test_a_solver_named_as_a_trainer_points_to_coplay_solve():
     with pytest.raises(UnknownNameError, match="'cfr' is a game solver, not a trainer: run it with `coplay solve"):
         parse_overrides(["algo=cfr"])
+
+
+def test_every_algorithm_and_environment_pair_is_accepted_or_refused_naming_what_can():
+    """Every registered algorithm on every registered environment (defaults): either it
+    plans (what it trains on fits its capabilities) or it is refused before anything
+    compiles, naming the algorithms that can."""
+    from coplay.core.registry import ENVS
+
+    accepted, refused = [], []
+    for env in ENVS.names():
+        for algo in ALGOS.names():
+            try:
+                p = plan(parse_overrides([f"algo={algo}", f"env={env}"]))
+            except ConfigError as e:
+                assert "Algorithms that can:" in str(e), (algo, env, str(e))
+                refused.append((algo, env))
+                continue
+            assert not type(p.trainer).capabilities.problems(p.env.spec)
+            p.env.close()
+            accepted.append((algo, env))
+    assert ("selfplay_ppo", "spread") in refused and ("mappo", "tic_tac_toe") in refused
+    assert ("selfplay_ppo", "tic_tac_toe") in accepted and ("qmix", "foraging") in accepted

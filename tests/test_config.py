@@ -49,6 +49,8 @@ def test_unknown_names_list_valid_choices(args, words):
     (["notakeyvalue"], ["notakeyvalue", "key=value"]),
     (["name=../.."], ["name='../..'", "one directory inside out_dir"]),
     (["name=a/b"], ["name='a/b'", "without '/'"]),
+    (["out_dir="], ["out_dir=''", "name a directory"]),
+    (["seeds=1e10"], ["seeds=10000000000", "<= 100000"]),
 ])
 def test_bad_values_are_refused(args, words):
     with pytest.raises(ConfigError) as e:

@@ -51,6 +51,7 @@ def test_run_directory_contents(tmp_path):
     assert sorted(runs) == ["seed_0", "seed_1"]
     assert len(runs["seed_0"]["absolute_metrics"]["return"]) == 4
     assert runs["seed_0"]["step_3"]["step_count"] == 1600
+    assert summary["warnings"] == []  # a healthy run is not flagged as diverging
 
 
 def test_resume_is_exact(tmp_path):
@@ -172,17 +173,18 @@ def test_a_full_disk_midway_is_reported_with_the_last_checkpoint_kept(tmp_path, 
     assert [p.name for p in checkpoint.list_checkpoints(tmp_path / "full" / "checkpoints")] == ["ckpt_00000000.msgpack"]
 
 
-@pytest.mark.parametrize("out_dir, reason", [
-    ("{tmp}/a file/runs", "Not a directory"),
-    ("/proc/coplay-runs", ""),
+@pytest.mark.parametrize("out_dir, name, reason", [
+    ("{tmp}/a file/runs", "run", "Not a directory"),
+    ("/proc/coplay-runs", "run", ""),
+    ("{tmp}", "x" * 300, "File name too long"),
 ])
-def test_an_unusable_out_dir_is_refused_before_anything_compiles(tmp_path, monkeypatch, out_dir, reason):
+def test_an_unusable_run_directory_is_refused_before_anything_compiles(tmp_path, monkeypatch, out_dir, name, reason):
     from coplay.experiment import runner
 
     (tmp_path / "a file").write_text("not a directory")
     monkeypatch.setattr(runner, "init_state", lambda p: pytest.fail("compiled before checking out_dir"))
     with pytest.raises(StorageError, match=f"cannot make the run directory .*{reason}"):
-        coplay.train(SMALL + [f"out_dir={out_dir.format(tmp=tmp_path)}"])
+        coplay.train(SMALL + [f"out_dir={out_dir.format(tmp=tmp_path)}", f"name={name}"])
 
 
 def test_the_resume_hint_is_quoted_for_paths_with_spaces(tmp_path):
@@ -219,3 +221,49 @@ def test_a_bridged_environment_that_breaks_midway_exits_2_with_its_own_message(t
     assert "Traceback" not in err and "CpuCallback" not in err
     assert [p.name for p in checkpoint.list_checkpoints(tmp_path / "broken" / "checkpoints")] == [
         "ckpt_00000000.msgpack", "ckpt_00000001.msgpack"]
+
+
+def test_a_run_that_diverges_without_nan_is_flagged_in_the_log_and_the_summary(tmp_path, capfd):
+    result = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", "algo.lr=1e3"])
+    warnings = result.summary["warnings"]
+    assert len(warnings) == 1 and warnings[0].startswith("loss/approx_kl reached")
+    assert "far beyond the clip range algo.clip_eps=0.2" in warnings[0] and "try a lower algo.lr" in warnings[0]
+    assert f"warning: {warnings[0]}" in capfd.readouterr().err
+    assert json.loads((result.run_dir / "summary.json").read_text())["warnings"] == warnings
+
+
+def test_health_watch_flags_ranges_and_growth_once_each():
+    from coplay.algos.base import Health
+    from coplay.experiment.health import HealthWatch
+
+    watch = HealthWatch(Health(ranges={"loss/entropy": (0.0, 1.1, "at most log 3")}, steady=("loss/value",)),
+                        updates_per_chunk=2, steps_per_update=10)
+    calm = {"loss/entropy": np.array([[1.0, 1.0], [1.0, 0.9]]), "loss/value": np.array([[2.0, 2.0], [1.0, 1.0]])}
+    assert watch.check(0, calm) == []
+    wild = {"loss/entropy": np.array([[1.0, 1.0], [1.0, 1.5]]), "loss/value": np.array([[2.0, 2.0], [1e4, 1e4]])}
+    new = watch.check(1, wild)
+    assert new[0].startswith("loss/entropy reached 1.5 in seed 1 at update 3 (chunk 1, env step ~30)")
+    assert new[1].startswith("loss/value grew 1e+04-fold in seed 1, to 1e+04 in chunk 1 from 1 earlier")
+    assert watch.check(2, wild) == []  # each measure warns once
+    resumed = HealthWatch(watch.health, 2, 10, json.loads(json.dumps(watch.saved())))
+    assert resumed.warnings == new and resumed.check(3, wild) == []
+
+
+def test_damaged_files_of_a_stopped_run_are_reported_and_set_aside(tmp_path, capfd, monkeypatch):
+    from coplay.experiment import runner
+
+    part = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}"], stop_after_chunks=1)
+    (part.run_dir / "marl_eval.json").write_text("{not json")
+    resumed = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", f"resume={part.run_dir}"])
+    assert "marl_eval.json is damaged" in capfd.readouterr().err
+    assert (part.run_dir / "marl_eval.json.damaged").read_text() == "{not json"
+    assert "final" in resumed.summary  # the run went on; its later evaluations are written again
+
+    other = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}"], stop_after_chunks=1)
+    for path in (other.run_dir / "checkpoints").iterdir():
+        path.unlink()
+    (other.run_dir / "checkpoints").rmdir()
+    (other.run_dir / "checkpoints").write_text("a file where the checkpoints were")
+    monkeypatch.setattr(runner, "init_state", lambda p: pytest.fail("compiled before checking the run directory"))
+    with pytest.raises(StorageError, match="checkpoints is not a directory"):
+        coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", f"resume={other.run_dir}"])

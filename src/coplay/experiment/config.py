@@ -41,9 +41,22 @@ def directory_name(value: str) -> str | None:
     return None
 
 
+def directory_path(value: str) -> str | None:
+    """What is wrong with `value` as a directory path (None: nothing)."""
+    if not value.strip():
+        return "name a directory (e.g. out_dir=runs, or out_dir=. for this one)"
+    if "\0" in value:
+        return "a path cannot hold a NUL character"
+    return None
+
+
+# Every seed of a run is held in memory at once (one vmapped program).
+MAX_SEEDS = 100_000
+
+
 @dataclass(frozen=True)
 class RunConfig:
-    seeds: int = param(4, "independent seeds trained together in one compiled run", min=1)
+    seeds: int = param(4, "independent seeds trained together in one compiled run", min=1, max=MAX_SEEDS)
     seed: int = param(0, "base random seed; seed i of the run uses (seed, i)", min=0)
     total_steps: int = param(1_000_000, "environment steps per seed", min=1)
     chunk_steps: int = param(50_000, "environment steps per seed between logging, evaluation and checkpoints", min=1)
@@ -51,7 +64,8 @@ class RunConfig:
     eval_every: int = param(1, "evaluate every this many chunks (0: only at the end)", min=0)
     checkpoint_every: int = param(1, "checkpoint every this many chunks", min=1, affects_results=False)
     keep_checkpoints: int = param(2, "how many recent checkpoints to keep", min=1, affects_results=False)
-    out_dir: str = param("runs", "directory in which run directories are created", affects_results=False)
+    out_dir: str = param("runs", "directory in which run directories are created", affects_results=False,
+                         rule=directory_path)
     name: str | None = param(None, "run directory name (default: <time>-<algo>-<env>)", affects_results=False,
                              rule=directory_name)
     resume: str | None = param(None, "run directory to continue from its last checkpoint", affects_results=False)

@@ -10,6 +10,7 @@ TrainState, so evaluating does not change what is learned."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import shlex
@@ -184,10 +185,10 @@ def new_run_dir(out_dir: str | Path, name: str | None, algo: str, env: str) -> P
     name = name or f"{datetime.now():%Y%m%d-%H%M%S}-{algo}-{env}"
     path = out / name
     i = 1
-    while path.exists():  # never write into somebody else's run
-        path = out / f"{name}-{i}"
-        i += 1
     try:
+        while path.exists():  # never write into somebody else's run
+            path = out / f"{name}-{i}"
+            i += 1
         path.mkdir(parents=True)
     except OSError as e:
         raise StorageError(f"cannot make the run directory {path} (out_dir={str(out_dir)!r}): "
@@ -301,6 +302,8 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
     else:
         run_dir = resume_dir
         for directory in (run_dir, run_dir / "checkpoints"):
+            if directory.exists() and not directory.is_dir():
+                raise StorageError(f"{directory} is not a directory; a run keeps its checkpoints in one")
             if directory.is_dir():
                 check_writable(directory)
     try:
@@ -311,7 +314,8 @@ def _run(p: Plan, resume_dir: Path | None, stop_after_chunks: int | None) -> Run
         last = checkpoint.list_checkpoints(run_dir / "checkpoints")
         kept = f"the newest checkpoint is {last[-1]}" if last else "no checkpoint was written yet"
         where = f" {e.filename}" if e.filename else ""
-        raise StorageError(f"writing{where} in {run_dir} failed: {_reason(e)}; {kept}. Make room and resume "
+        fix = "Make room" if e.errno in (errno.ENOSPC, errno.EDQUOT) else "Fix that"
+        raise StorageError(f"writing{where} in {run_dir} failed: {_reason(e)}; {kept}. {fix} and resume "
                            f"with: {resume_command(run_dir)}") from e
 
 
@@ -460,23 +464,33 @@ def _check_finite(metrics: dict, chunk: int, p: Plan, run_dir: Path) -> None:
 
 
 def _load_evals(run_dir: Path, max_steps: int) -> list:
+    """The evaluations a resumed run made before (from marl_eval.json). A damaged
+    file is set aside as marl_eval.json.damaged, with a warning: the run resumes
+    and its later evaluations are kept, the earlier ones are in the damaged file."""
     path = run_dir / "marl_eval.json"
     if not path.exists():
         return []
-    data = json.loads(path.read_text())
-    (env_data,) = data.values()
-    (task,) = env_data.values()
-    (runs,) = task.values()
-    seeds = sorted(runs, key=lambda s: int(s.split("_")[1]))
-    steps = sorted((k for k in runs[seeds[0]] if k.startswith("step_")), key=lambda s: int(s.split("_")[1]))
-    evals = []
-    for step in steps:
-        count = runs[seeds[0]][step]["step_count"]
-        if count > max_steps:
-            continue
-        names = [k for k in runs[seeds[0]][step] if k != "step_count"]
-        evals.append((count, {k: np.array([runs[s][step][k] for s in seeds]) for k in names}))
-    return evals
+    try:
+        data = json.loads(path.read_text())
+        (env_data,) = data.values()
+        (task,) = env_data.values()
+        (runs,) = task.values()
+        seeds = sorted(runs, key=lambda s: int(s.split("_")[1]))
+        steps = sorted((k for k in runs[seeds[0]] if k.startswith("step_")), key=lambda s: int(s.split("_")[1]))
+        evals = []
+        for step in steps:
+            count = runs[seeds[0]][step]["step_count"]
+            if count > max_steps:
+                continue
+            names = [k for k in runs[seeds[0]][step] if k != "step_count"]
+            evals.append((count, {k: np.array([runs[s][step][k] for s in seeds]) for k in names}))
+        return evals
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+        aside = path.with_name(path.name + ".damaged")
+        path.replace(aside)
+        print(f"warning: {path} is damaged ({type(e).__name__}: {e}); it is kept as {aside.name}, and "
+              f"marl_eval.json starts again with this part's evaluations", file=sys.stderr, flush=True)
+        return []
 
 
 def _progress(exp: Experiment, p: Plan, start_chunk: int):

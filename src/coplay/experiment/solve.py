@@ -43,7 +43,14 @@ from coplay.core.env import Env
 from coplay.core.errors import ConfigError, UnknownNameError
 from coplay.core.registry import ENVS, Entry
 from coplay.experiment.checkpoint import atomic_write
-from coplay.experiment.config import ConfigFile, apply_overrides, directory_name, resolve_env_config, sections
+from coplay.experiment.config import (
+    ConfigFile,
+    apply_overrides,
+    directory_name,
+    directory_path,
+    resolve_env_config,
+    sections,
+)
 from coplay.experiment.report import plot_series, write_csv
 from coplay.experiment.runner import new_run_dir
 
@@ -55,7 +62,8 @@ SOLUTION = "solution.npz"
 class SolveRunConfig:
     seed: int = param(0, "random seed (solvers that sample, e.g. psro_ppo; the exact ones are deterministic)",
                       min=0)
-    out_dir: str = param("runs", "directory in which run directories are created", affects_results=False)
+    out_dir: str = param("runs", "directory in which run directories are created", affects_results=False,
+                         rule=directory_path)
     name: str | None = param(None, "run directory name (default: <time>-<solver>-<env>)", affects_results=False,
                              rule=directory_name)
     progress: bool = param(True, "show a progress bar", affects_results=False)

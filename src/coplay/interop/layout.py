@@ -148,8 +148,8 @@ class AgentLayout:
         if not outside.any():
             return arr
         at = _first_bad(outside)
-        detail = (f"entry {at} is {arr[at]:.6g}, outside [{low[at]:.6g}, {high[at]:.6g}]; {int(outside.sum())} of {arr.size} "
-                  f"entries are outside the space's bounds")
+        detail = (f"entry {at} is {arr[at]:.6g}, outside [{low[at]:.6g}, {high[at]:.6g}]; "
+                  f"{int(outside.sum())} of {arr.size} entries are outside the space's bounds")
         if self.out_of_bounds == "refuse":
             raise HostEnvError(f"{where} returned an observation outside its observation space {sp}: {detail}. "
                                f"Environments whose values drift past their declared bounds can be run with "
