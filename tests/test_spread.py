@@ -12,7 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coplay.core.errors import ConfigError
+import coplay
+from coplay.core.errors import ActionError, ConfigError
 from coplay.envs.cooperative.spread import Spread
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "data", "spread_golden.npz")
@@ -237,3 +238,26 @@ def test_bad_arguments_name_the_range():
         Spread(local_ratio=2.0)
     with pytest.raises(ConfigError, match=r"\[1, "):
         Spread(n_agents=0)
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_actions_outside_the_space_do_nothing_are_counted_and_refused_when_concrete(continuous):
+    env = coplay.make("spread", n_agents=2, continuous_actions=continuous)
+    state, _ = env.reset(jax.random.PRNGKey(0))
+    good = jnp.zeros((2, 5)) if continuous else jnp.zeros(2, jnp.int32)
+    bad = good.at[1, 2].set(jnp.nan) if continuous else good.at[1].set(7)
+    with pytest.raises(ActionError, match="agent 1's action .* is outside the action space"):
+        env.step(state, bad, jax.random.PRNGKey(1))
+    step = jax.jit(env.step)  # traced: cannot be refused, so it is counted and the agent stays put
+    _, ts_bad = step(state, bad, jax.random.PRNGKey(1))
+    _, ts_still = step(state, good, jax.random.PRNGKey(1))
+    assert int(ts_bad.info["invalid_actions"]) == 1 and int(ts_still.info["invalid_actions"]) == 0
+    np.testing.assert_array_equal(ts_bad.obs, ts_still.obs)
+
+
+def test_a_list_of_actions_is_taken_as_an_array():
+    env = coplay.make("spread", n_agents=2)
+    state, _ = env.reset(jax.random.PRNGKey(0))
+    _, from_list = env.step(state, [1, 4], jax.random.PRNGKey(1))
+    _, from_array = env.step(state, jnp.array([1, 4]), jax.random.PRNGKey(1))
+    np.testing.assert_array_equal(from_list.obs, from_array.obs)

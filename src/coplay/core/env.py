@@ -6,6 +6,9 @@
 Both are pure functions of their arguments, so they can be `jit`-ed, `vmap`-ed
 and `scan`-ned. Subclasses implement `_reset` and `_step`; the public methods
 check the actions' shape at trace time (free under `jit`) and then delegate.
+Actions outside the action space (see `coplay.core.spaces.outside`) are refused
+where they are concrete; under `jit` an environment lets such an agent do
+nothing (and the built-in ones count it in `info["invalid_actions"]`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.core.errors import ActionError
+from coplay.core.spaces import outside
 from coplay.core.types import EnvSpec, TimeStep
 
 State = Any
@@ -44,7 +48,10 @@ class Env(abc.ABC):
         return self._reset(key)
 
     def step(self, state: State, actions: jax.Array, key: jax.Array) -> tuple[State, TimeStep]:
-        """Advance one step. `actions`: `[N]` int (discrete) or `[N, d]` float."""
+        """Advance one step. `actions`: `[N]` int (discrete) or `[N, d]` float (an
+        array, or a list of numbers)."""
+        if isinstance(actions, (list, tuple)):
+            actions = jnp.asarray(actions)
         self.check_actions(actions)
         return self._step(state, actions, key)
 
@@ -68,6 +75,12 @@ class Env(abc.ABC):
             raise ActionError(
                 f"{self.spec.name}: discrete actions must be integers, got dtype {dtype}"
             )
+        if not isinstance(actions, jax.core.Tracer):  # concrete values (stepped outside jit) can be checked
+            bad = np.flatnonzero(np.asarray(outside(self.spec.action_space, jnp.asarray(actions))))
+            if bad.size:
+                i = int(bad[0])
+                raise ActionError(f"{self.spec.name}: agent {i}'s action {np.asarray(actions)[i]} is outside the "
+                                  f"action space {self.spec.action_space}")
 
     def base_state(self, state: State) -> State:
         """The innermost environment's state inside `state` (wrappers that keep

@@ -99,3 +99,16 @@ class Box(Space):
 def num_actions(space: Space) -> int:
     """Width of an action mask for `space`: `n` for Discrete, 0 for others."""
     return space.n if isinstance(space, Discrete) else 0
+
+
+def outside(space: Space, actions: jax.Array) -> jax.Array:
+    """`[N]` bool: the agents whose action lies outside `space`: a `Discrete` index out
+    of range, or a `Box` action with a NaN entry (values past a Box's bounds are the
+    environment's to clip). Environments let such an agent do nothing and count it
+    in `info["invalid_actions"]`; `Env.step` refuses them outright where the actions
+    are concrete (stepped outside `jit`)."""
+    if isinstance(space, Discrete):
+        return (actions < 0) | (actions >= space.n)
+    if isinstance(space, Box):
+        return jnp.isnan(actions).reshape(actions.shape[0], -1).any(-1)
+    return jnp.zeros(actions.shape[:1], bool)

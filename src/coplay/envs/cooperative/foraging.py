@@ -27,7 +27,8 @@ Observation of agent i (float32, 3 * (n_food + n_agents)): for every food
 and the others in index order; things outside the agent's `sight` (Chebyshev
 distance; None = the whole grid) and eaten food read (-1, -1, 0).
 global_state: every food (row, col, level, present) and agent (row, col, level).
-info: "food_collected" (int32) foods eaten this step.
+info: "food_collected" (int32) foods eaten this step; "invalid_actions" (int32) agents
+whose action was out of range (they do nothing).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from flax import struct
 
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
-from coplay.core.spaces import Box, Discrete
+from coplay.core.spaces import Box, Discrete, outside
 from coplay.core.types import EnvSpec, TimeStep
 
 NONE, NORTH, SOUTH, WEST, EAST, LOAD = range(6)
@@ -158,8 +159,10 @@ class Foraging(Env):
 
     def _step(self, state: ForagingState, actions: jax.Array, key: jax.Array) -> tuple[ForagingState, TimeStep]:
         n = self.n_agents
-        legal = jnp.take_along_axis(self._action_mask(state), actions[:, None].astype(jnp.int32), 1)[:, 0]
-        actions = jnp.where(legal, actions, NONE).astype(jnp.int32)
+        invalid = outside(self.spec.action_space, actions)  # out of range: such agents do nothing
+        actions = jnp.where(invalid, NONE, actions).astype(jnp.int32)
+        legal = jnp.take_along_axis(self._action_mask(state), actions[:, None], 1)[:, 0]
+        actions = jnp.where(legal, actions, NONE)
         # loading uses positions before anyone moves (as lbforaging does)
         adjacent = self._adjacent(state)                                            # [N, F]
         loading = (actions == LOAD)[:, None] & adjacent
@@ -179,10 +182,11 @@ class Foraging(Env):
         all_gone = ~jnp.any(alive)
         truncated = (new.step >= self.max_steps) & ~all_gone
         done = all_gone | truncated
-        return new, self._timestep(new, reward, done, truncated, jnp.sum(eaten).astype(jnp.int32))
+        return new, self._timestep(new, reward, done, truncated, jnp.sum(eaten).astype(jnp.int32),
+                                   jnp.sum(invalid, dtype=jnp.int32))
 
     # ----- observation --------------------------------------------------------------------------
-    def _timestep(self, state, reward, done, truncated, collected) -> TimeStep:
+    def _timestep(self, state, reward, done, truncated, collected, invalid=None) -> TimeStep:
         n = self.n_agents
         foods = jnp.concatenate([state.food_pos, state.food_level[:, None]], -1).astype(jnp.float32)   # [F, 3]
         agents = jnp.concatenate([state.agent_pos, state.agent_level[:, None]], -1).astype(jnp.float32)
@@ -205,7 +209,8 @@ class Foraging(Env):
             agents.reshape(-1)])
         return TimeStep(obs=obs, reward=reward, done=done, truncated=truncated, active=jnp.ones((n,), bool),
                         action_mask=self._action_mask(state), global_state=global_state,
-                        info={"food_collected": collected})
+                        info={"food_collected": collected,
+                              "invalid_actions": jnp.zeros((), jnp.int32) if invalid is None else invalid})
 
     # ----- rendering -----------------------------------------------------------------------------
     def render_text(self, state: ForagingState) -> str:

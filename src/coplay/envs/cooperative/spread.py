@@ -34,8 +34,10 @@ Observation of agent i (obs_dim = 4 + 2L + 4(N-1)), in this order:
 The global state (for a centralised critic, as in MAPPO on MPE) is every
 agent's observation concatenated, [N * obs_dim].
 
-info: "collisions" (int32, colliding agent pairs after the step) and
-"occupied_landmarks" (int32, landmarks with an agent closer than 0.1).
+info: "collisions" (int32, colliding agent pairs after the step),
+"occupied_landmarks" (int32, landmarks with an agent closer than 0.1) and
+"invalid_actions" (int32, agents whose action was outside the action space, an
+index out of range or a NaN: they do not move).
 
 Where references disagree, this follows mpe2: an episode is `max_steps` = 25
 steps (JaxMARL's MPE computes `done` from the step count before incrementing
@@ -53,7 +55,7 @@ from flax import struct
 
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
-from coplay.core.spaces import Box, Discrete
+from coplay.core.spaces import Box, Discrete, outside
 from coplay.core.types import EnvSpec, TimeStep
 
 # Constants of MPE's world and of simple_spread's scenario.
@@ -187,6 +189,8 @@ class Spread(Env):
         else:
             contact = jnp.zeros_like(pos)
 
+        invalid = outside(self.spec.action_space, actions)  # such agents do nothing
+        actions = jnp.where(invalid.reshape(-1, *([1] * (actions.ndim - 1))), 0, actions)
         force = self._action_force(actions) + contact
         new_pos = pos + vel * DT
         new_vel = vel * (1.0 - DAMPING) + force * (DT / MASS)
@@ -195,6 +199,7 @@ class Spread(Env):
 
         obs, reward, info = self._observe_and_reward(new_state)
         done = new_state.step >= self.max_steps
+        info = {**info, "invalid_actions": jnp.sum(invalid, dtype=jnp.int32)}
         return new_state, self._timestep(obs, reward, done, info)
 
     # ------------------------------------------------------------- internals
@@ -250,6 +255,7 @@ class Spread(Env):
 
     def _first_timestep(self, state: SpreadState) -> TimeStep:
         obs, reward, info = self._observe_and_reward(state)
+        info = {**info, "invalid_actions": jnp.zeros((), jnp.int32)}
         return self._timestep(obs, jnp.zeros_like(reward), jnp.zeros((), bool), info)
 
     def _timestep(self, obs, reward, done, info) -> TimeStep:
