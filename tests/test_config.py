@@ -87,3 +87,17 @@ def test_a_malformed_config_yaml_is_refused_naming_the_file(tmp_path, text, word
     assert str(path) in str(e.value)
     for w in words:
         assert w in str(e.value)
+
+
+def test_environment_arguments_are_typed_and_one_that_takes_none_says_so():
+    import coplay
+
+    with pytest.raises(ConfigError, match="environment 'two_step' takes no arguments; got env.size"):
+        parse_overrides(["env=two_step", "env.size=3"])
+    with pytest.raises(ConfigError, match="environment 'two_step' takes no arguments; got size"):
+        coplay.make("two_step", size=3)
+    with pytest.raises(ConfigError, match="n_agents must be an integer, got 'three'"):
+        coplay.make("spread", n_agents="three")
+    with pytest.raises(ConfigError, match="environment names are strings, got int 3"):
+        coplay.make(3)
+    assert coplay.make("spread", n_agents="2").spec.num_agents == 2  # text is read as the parameter's type

@@ -110,6 +110,25 @@ def test_bad_gymnasium_input_is_refused_clearly():
         coplay.make("gym:CartPole-v1", render_mod="human")
 
 
+class _OldGym(gymnasium.Env):
+    """Written for the old Gym API: reset returns the observation alone, step 4 values."""
+
+    observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32)
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 0.0, False, {}
+
+
+def test_an_environment_on_the_old_gym_api_is_refused_with_what_to_do():
+    with pytest.raises(HostEnvError, match=r"reset\(\) returned a ndarray at step 0; Gymnasium's API returns "
+                                           r"\(observation, info\).*needs a compatibility wrapper"):
+        from_gymnasium(_OldGym)
+
+
 def test_one_agent_coplay_environments_pass_gymnasium_checks():
     env = to_gymnasium(coplay.make("spread", n_agents=1))
     check_env(env, skip_render_check=True)

@@ -267,3 +267,43 @@ def test_damaged_files_of_a_stopped_run_are_reported_and_set_aside(tmp_path, cap
     monkeypatch.setattr(runner, "init_state", lambda p: pytest.fail("compiled before checking the run directory"))
     with pytest.raises(StorageError, match="checkpoints is not a directory"):
         coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", f"resume={other.run_dir}"])
+
+
+def test_resuming_a_finished_run_changes_nothing_and_wall_time_counts_every_part(tmp_path, capfd):
+    done = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", "name=done"])
+    before = (done.run_dir / "summary.json").read_bytes()
+    again = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", f"resume={done.run_dir}"])
+    assert "has finished: nothing to resume" in capfd.readouterr().out
+    assert (done.run_dir / "summary.json").read_bytes() == before and again.summary == json.loads(before)
+
+    part = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", "name=part"], stop_after_chunks=2)
+    _, meta = _final_state(part.run_dir, part.state)
+    time.sleep(1.0)  # the first part's time must show in the total, whatever the second part's
+    resumed = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", f"resume={part.run_dir}"])
+    assert resumed.summary["wall_time_s"] >= meta["wall_time_s"] > 0
+
+
+def test_cli_refuses_a_bad_episode_count_and_takes_overrides_after_flags(tmp_path, capfd):
+    from coplay.cli.main import main, parse_args
+
+    assert main(["eval", str(tmp_path), "--episodes", "0"]) == 2
+    assert "episodes=0: evaluation needs a whole number of at least 1 episode per seed" in capfd.readouterr().err
+    args = parse_args(["sweep", "algo=ippo", "--search", "random", "algo.lr=loguniform(1e-4,1e-2)", "--samples", "2",
+                       "seeds=1"])
+    assert args.overrides == ["algo=ippo", "algo.lr=loguniform(1e-4,1e-2)", "seeds=1"] and args.samples == 2
+    with pytest.raises(SystemExit):
+        parse_args(["sweep", "algo=ippo", "--serach", "random"])  # a misspelt flag is still refused
+    assert "unrecognized arguments: --serach random" in capfd.readouterr().err
+
+
+def test_ctrl_c_while_a_run_is_built_exits_130_without_a_traceback(tmp_path, capfd, monkeypatch):
+    from coplay.cli.main import main
+    from coplay.experiment import runner
+
+    def interrupted(exp):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "plan", interrupted)
+    assert main(["train", *SMALL, f"out_dir={tmp_path}"]) == 130
+    err = capfd.readouterr().err
+    assert "coplay: interrupted" in err and "Traceback" not in err

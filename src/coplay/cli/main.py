@@ -205,16 +205,22 @@ def build_parser() -> argparse.ArgumentParser:
 _OVERRIDES = {"train": "overrides", "solve": "overrides", "sweep": "overrides", "tournament": "players"}
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line read; key=value overrides may also come after a verb's flags
+    (`coplay sweep --search random algo.lr=...`)."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    # Overrides may also come after a verb's flags (`coplay sweep --search random algo.lr=...`).
     where = _OVERRIDES.get(args.command)
     unknown = [a for a in extra if where is None or a.startswith("-") or "=" not in a]
     if unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if extra and where is not None:
         setattr(args, where, [*getattr(args, where), *extra])
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if args.command == "train" and args.help:
         from coplay.experiment.config import help_text
 

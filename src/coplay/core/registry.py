@@ -157,7 +157,7 @@ class Registry:
 
     def make(self, name: str, **kwargs: Any) -> Any:
         if not isinstance(name, str):
-            raise ConfigError(f"a {self.what} is named by a string, got {type(name).__name__} {name!r}")
+            raise ConfigError(f"{self.what} names are strings, got {type(name).__name__} {name!r}")
         kwargs = self.arguments(name, kwargs)
         try:
             return self.get(name).factory(**kwargs)
