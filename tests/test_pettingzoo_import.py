@@ -176,6 +176,14 @@ def test_broken_environments_are_refused_naming_agent_and_step(fault, message):
         ts.reward.block_until_ready()
 
 
+def test_an_action_outside_an_agents_space_is_refused_on_the_host():
+    env = from_pettingzoo(Broken, name="fine")
+    state, _ = env.reset(jax.random.PRNGKey(0))
+    with pytest.raises(HostEnvError, match=r"fine: agent 'a_1' at step 0 was given action 5, outside its action "
+                                           r"space Discrete\(3\)"), callback_errors():
+        jax.jit(env.step)(state, jnp.array([0, 5], jnp.int32), jax.random.PRNGKey(1))[1].reward.block_until_ready()
+
+
 def test_observations_that_drift_past_their_bounds_can_be_clipped_and_counted():
     with pytest.raises(HostEnvError, match="entry \\(2,\\) is 1.01"):
         from_pettingzoo(functools.partial(Broken, "drift"), name="drifting")

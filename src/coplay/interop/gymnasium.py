@@ -95,7 +95,7 @@ class _GymCopy(HostCopy):
         return self._host_step(obs, info, np.zeros(self.reward_dim), False, False)
 
     def step(self, actions: np.ndarray) -> HostStep:
-        out = self.env.step(self.layout.action(0, actions[0]))
+        out = self.env.step(self.layout.action(0, actions[0], self.t))
         obs, reward, terminated, truncated, info = self._returned("step", out, 5)
         self.t += 1
         done = bool(terminated or truncated)

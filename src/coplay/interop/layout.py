@@ -190,12 +190,20 @@ class AgentLayout:
         full[:mask.size] = mask.astype(bool)
         return full
 
-    def action(self, i: int, a: np.ndarray) -> Any:
-        """Agent `i`'s action in its own space."""
+    def action(self, i: int, a: np.ndarray, step: int) -> Any:
+        """Agent `i`'s action in its own space; one outside it (an index out of the
+        agent's range, a NaN) is refused rather than handed to the environment."""
+        a = np.asarray(a)
         if self.discrete:
+            if not 0 <= int(a) < self.nvec[i]:
+                raise HostEnvError(f"{self.name}: agent {self.agents[i]!r} at step {step} was given action {int(a)}, "
+                                   f"outside its action space {self.act_spaces[i]}")
             return int(a) + self.starts[i]
+        if not np.isfinite(a).all():
+            raise HostEnvError(f"{self.name}: agent {self.agents[i]!r} at step {step} was given action {a}, which "
+                               f"is not finite")
         sp = self.act_spaces[i]
-        return np.clip(np.asarray(a, sp.dtype), sp.low, sp.high)
+        return np.clip(a.astype(sp.dtype), sp.low, sp.high)
 
     def step_arrays(self, obs: dict, masks: dict, infos: dict, live: list[str], reward: dict, step: int):
         """Per-agent dicts of the `live` agents -> `obs [N, obs_dim]`, `mask [N, A]`,

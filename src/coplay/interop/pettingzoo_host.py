@@ -92,7 +92,7 @@ class _ParallelCopy(HostCopy):
 
     def step(self, actions: np.ndarray) -> HostStep:
         before = list(self.env.agents)
-        act = {a: self.layout.action(self.layout.index[a], actions[self.layout.index[a]]) for a in before}
+        act = {a: self.layout.action(self.layout.index[a], actions[self.layout.index[a]], self.t) for a in before}
         obs, rew, term, trunc, infos = self.env.step(act)
         self.t += 1
         _vanished(self.layout.name, before, list(self.env.agents), term, trunc, self.t)
@@ -151,7 +151,7 @@ class _AECCopy(HostCopy):
         env = self.env
         agent = env.agent_selection
         before = list(env.agents)
-        env.step(self.layout.action(self.layout.index[agent], actions[self.layout.index[agent]]))
+        env.step(self.layout.action(self.layout.index[agent], actions[self.layout.index[agent]], self.t))
         self.t += 1
         _vanished(self.layout.name, before, list(env.agents), env.terminations, env.truncations, self.t)
         reward = np.zeros(len(self.layout.agents), np.float32)
