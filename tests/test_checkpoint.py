@@ -35,7 +35,8 @@ def test_torn_newest_checkpoint_falls_back_to_last_good(tmp_path):
     checkpoint.save(tmp_path, 1, _tree(2.0), {"chunk": 1})
     newest = checkpoint.list_checkpoints(tmp_path)[-1]
     newest.write_bytes(newest.read_bytes()[:10])  # as if a crash tore it
-    state, meta, _ = checkpoint.latest(tmp_path, _tree())
+    with pytest.warns(CheckpointWarning, match="ckpt_00000001.msgpack cannot be read"):
+        state, meta, _ = checkpoint.latest(tmp_path, _tree())
     assert meta["chunk"] == 0
     np.testing.assert_array_equal(state["a"], np.full(3, 1.0))
 

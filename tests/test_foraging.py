@@ -133,7 +133,7 @@ def test_bad_arguments(kw, word):
 def test_an_action_out_of_range_does_nothing_and_is_counted():
     env = _env()
     state = env.state_from([[2, 1], [2, 3]], [2, 1], [[2, 2], [4, 4]], [2, 1])
-    step = jax.jit(env.step)  # under jit the value cannot be refused: it is counted
+    step = jax.jit(env.step)
     _, wrapped = step(state, jnp.array([-1, NONE], jnp.int32), KEY)
     _, still = step(state, jnp.array([NONE, NONE], jnp.int32), KEY)
     assert int(wrapped.info["food_collected"]) == 0 and int(wrapped.info["invalid_actions"]) == 1

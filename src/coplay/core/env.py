@@ -6,9 +6,11 @@
 Both are pure functions of their arguments, so they can be `jit`-ed, `vmap`-ed
 and `scan`-ned. Subclasses implement `_reset` and `_step`; the public methods
 check the actions' shape at trace time (free under `jit`) and then delegate.
-Actions outside the action space (see `coplay.core.spaces.outside`) are refused
-where they are concrete; under `jit` an environment lets such an agent do
-nothing (and the built-in ones count it in `info["invalid_actions"]`).
+Values are not checked: an action outside the action space (see
+`coplay.core.spaces.outside`) has an outcome each environment documents and
+counts in `info`, the same under `jit` and outside it (spread and foraging:
+the agent does nothing, `info["invalid_actions"]`; the games: the mover
+forfeits, `info["illegal_action"]`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.core.errors import ActionError
-from coplay.core.spaces import outside
 from coplay.core.types import EnvSpec, TimeStep
 
 State = Any
@@ -75,12 +76,6 @@ class Env(abc.ABC):
             raise ActionError(
                 f"{self.spec.name}: discrete actions must be integers, got dtype {dtype}"
             )
-        if not isinstance(actions, jax.core.Tracer):  # concrete values (stepped outside jit) can be checked
-            bad = np.flatnonzero(np.asarray(outside(self.spec.action_space, jnp.asarray(actions))))
-            if bad.size:
-                i = int(bad[0])
-                raise ActionError(f"{self.spec.name}: agent {i}'s action {np.asarray(actions)[i]} is outside the "
-                                  f"action space {self.spec.action_space}")
 
     def base_state(self, state: State) -> State:
         """The innermost environment's state inside `state` (wrappers that keep

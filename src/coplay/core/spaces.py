@@ -104,9 +104,8 @@ def num_actions(space: Space) -> int:
 def outside(space: Space, actions: jax.Array) -> jax.Array:
     """`[N]` bool: the agents whose action lies outside `space`: a `Discrete` index out
     of range, or a `Box` action with a NaN entry (values past a Box's bounds are the
-    environment's to clip). Environments let such an agent do nothing and count it
-    in `info["invalid_actions"]`; `Env.step` refuses them outright where the actions
-    are concrete (stepped outside `jit`)."""
+    environment's to clip). Spread and foraging let such an agent do nothing and
+    count it in `info["invalid_actions"]`."""
     if isinstance(space, Discrete):
         return (actions < 0) | (actions >= space.n)
     if isinstance(space, Box):

@@ -125,10 +125,14 @@ def list_checkpoints(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if _NAME.match(p.name))
 
 
-def load(path: Path, target: Any, check: Callable[[dict, Path], None] | None = None) -> tuple[Any, dict]:
+def load(path: Path, target: Any, check: Callable[[dict, Path], None] | None = None,
+         may_be_new: Callable[[str], bool] | None = None) -> tuple[Any, dict]:
     """Restore a checkpoint into the structure of `target` (same pytree, same shapes).
     `check(meta, path)`, where given, vets the checkpoint's meta first (e.g. that it
-    was written by the same config, raising `CheckpointConfigError` otherwise)."""
+    was written by the same config, raising `CheckpointConfigError` otherwise).
+    Leaves of `target` that the checkpoint lacks and `may_be_new(name)` accepts
+    (state that a newer coplay added, with a meaningful starting value) keep
+    `target`'s value; any other difference in structure is refused."""
     path = Path(path)
     payload = _contents(path)
     try:
@@ -140,8 +144,13 @@ def load(path: Path, target: Any, check: Callable[[dict, Path], None] | None = N
         check(meta, path)
     paths, treedef = jax.tree_util.tree_flatten_with_path(target)
     leaves = []
+    added = 0
     for key_path, want in paths:
         name = jax.tree_util.keystr(key_path)
+        if isinstance(stored, dict) and name not in stored and may_be_new is not None and may_be_new(name):
+            leaves.append(np.asarray(want))
+            added += 1
+            continue
         if not isinstance(stored, dict) or name not in stored:
             raise CheckpointError(f"checkpoint {path} has no entry {name}: it was written by a different config")
         got = stored[name]
@@ -151,22 +160,22 @@ def load(path: Path, target: Any, check: Callable[[dict, Path], None] | None = N
                 f"{np.shape(want)}: it was written by a different config"
             )
         leaves.append(np.asarray(got, dtype=np.asarray(want).dtype))
-    if len(stored) != len(paths):
+    if len(stored) != len(paths) - added:
         raise CheckpointError(f"checkpoint {path} holds {len(stored)} arrays where the config expects "
-                              f"{len(paths)}: it was written by a different config")
+                              f"{len(paths) - added}: it was written by a different config")
     return jax.tree_util.tree_unflatten(treedef, leaves), meta
 
 
-def latest(directory: Path, target: Any, check: Callable[[dict, Path], None] | None = None
-           ) -> tuple[Any, dict, Path]:
+def latest(directory: Path, target: Any, check: Callable[[dict, Path], None] | None = None,
+           may_be_new: Callable[[str], bool] | None = None) -> tuple[Any, dict, Path]:
     """The newest usable checkpoint in `directory`; newer ones that are damaged or
     unusable are skipped with a `CheckpointWarning` that names them. One written by
     another config (`check` raising `CheckpointConfigError`, see `load`) is refused:
-    an older one would be from that config too."""
+    an older one would be from that config too. `may_be_new`: see `load`."""
     errors = []
     for path in reversed(list_checkpoints(directory)):
         try:
-            state, meta = load(path, target, check)
+            state, meta = load(path, target, check, may_be_new)
         except CheckpointConfigError:
             raise
         except CheckpointError as e:

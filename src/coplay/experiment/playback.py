@@ -17,6 +17,7 @@ from coplay.experiment import checkpoint
 from coplay.experiment.config import Experiment
 from coplay.experiment.evaluate import record_episode, save_gif
 from coplay.experiment.runner import Plan, check_checkpoint_config, init_state, plan
+from coplay.wrappers.episode_stats import is_info_entry
 
 
 @dataclass
@@ -46,7 +47,7 @@ def load_run(run_dir: Path | str) -> LoadedRun:
     exp = Experiment.load(run_dir / "config.yaml")
     p = plan(exp)
     state, meta, path = checkpoint.latest(run_dir / "checkpoints", init_state(p),
-                                          lambda m, f: check_checkpoint_config(m, exp, f))
+                                          lambda m, f: check_checkpoint_config(m, exp, f), may_be_new=is_info_entry)
     return LoadedRun(exp, p, state, meta, path)
 
 

@@ -48,6 +48,7 @@ from coplay.experiment.health import HealthWatch
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
 from coplay.nets.init import init_stacked
 from coplay.scale.devices import describe, run_mesh, shard_state, state_placement
+from coplay.wrappers.episode_stats import is_info_entry
 
 
 @dataclass
@@ -334,7 +335,8 @@ def _train(p: Plan, run_dir: Path, resumed: bool, stop_after_chunks: int | None)
         for directory in (run_dir, ckpt_dir):  # what writes killed mid-way left behind
             checkpoint.remove_temporaries(directory)
         if checkpoint.list_checkpoints(ckpt_dir):
-            state, meta, path = checkpoint.latest(ckpt_dir, state, lambda m, f: check_checkpoint_config(m, exp, f))
+            state, meta, path = checkpoint.latest(ckpt_dir, state, lambda m, f: check_checkpoint_config(m, exp, f),
+                                                  may_be_new=is_info_entry)
             start_chunk = int(meta["chunk"]) + 1
             earlier_s = float(meta.get("wall_time_s", 0.0))
             if start_chunk >= p.num_chunks and (run_dir / "summary.json").exists():

@@ -73,3 +73,11 @@ class EpisodeStats(Wrapper):
         for k, v in state.info_sums.items():
             info[f"episode/{k}"] = v * done
         return ts.replace(info=info)  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
+
+
+def is_info_entry(path: str) -> bool:
+    """Whether a state leaf (named by its pytree path) is an `info` entry of a stored
+    time step, or an episode's running sum of one. A checkpoint written before an
+    environment added an `info` entry lacks these; loaded, they start at zero
+    (nothing of the new kind was counted then)."""
+    return ".info[" in path or ".info_sums[" in path
