@@ -1,0 +1,232 @@
+"""The group-relative advantage estimators: hand-computed values for each, and the
+invariants and edge cases the field's implementations have got wrong (a group
+whose rewards are all equal, a group of one, padding, unscorable samples).
+
+Every estimator is compiled once per process and batch shape (`_run`): all
+batches below have the shape of `_batch`'s."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from coplay.algos.common import group_advantages as ga
+from coplay.core.errors import ConfigError, UnknownNameError
+
+NAMES = sorted(ga.ESTIMATORS)
+E, T, N = 6, 3, 2   # two groups of three episodes; agent 0 speaks at steps 0 and 2, agent 1 at step 1
+
+
+@functools.cache
+def _compiled(name: str):
+    return jax.jit(ga.estimator(name).fn)
+
+
+def _run(name: str, ep: ga.Episodes) -> np.ndarray:
+    if ga.estimator(name).stateful:
+        adv, _ = _compiled(name)(ep, jnp.zeros((1, int(np.max(np.asarray(ep.roles))) + 1)))
+    else:
+        adv = _compiled(name)(ep)
+    return np.asarray(adv)
+
+
+def _batch(returns=None, group=(0, 0, 0, 1, 1, 1), role=None, state=None) -> ga.Episodes:
+    """Episodes whose rewards arrive at the last step: `returns [E, N]` (default: a
+    zero-sum game, agent 0 wins, loses, wins, draws, loses, wins)."""
+    r = np.array([[1, -1], [-1, 1], [1, -1], [0, 0], [-1, 1], [1, -1]], np.float32) if returns is None \
+        else np.asarray(returns, np.float32)
+    reward = np.zeros((E, T, N), np.float32)
+    reward[:, -1] = r
+    acted = np.zeros((E, T, N), bool)
+    acted[:, 0, 0] = acted[:, 2, 0] = acted[:, 1, 1] = True
+    st = np.zeros((E, T, N), np.int32) if state is None else state
+    return ga.Episodes(jnp.asarray(reward), jnp.asarray(acted), jnp.asarray(group, jnp.int32),
+                       None if role is None else jnp.asarray(role, jnp.int32), jnp.asarray(st))
+
+
+def _per_agent(adv: np.ndarray) -> np.ndarray:
+    """[E, N]: the advantage at each agent's first turn (outcome estimators give every turn the same)."""
+    return np.stack([adv[:, 0, 0], adv[:, 1, 1]], axis=1)
+
+
+# --- hand-computed values -------------------------------------------------------------
+
+SQRT = np.sqrt
+RETURNS = np.array([[1, -1], [-1, 1], [1, -1], [0, 0], [-1, 1], [1, -1]], float)   # _batch's default
+
+
+def test_grpo_dr_grpo_and_rloo_by_hand():
+    ep = _batch()
+    # Group 1 pools {0, 0, -1, 1, 1, -1}: mean 0, variance 4/5 with Bessel's correction.
+    r = RETURNS
+    std = np.array([SQRT(6 / 5)] * 3 + [SQRT(4 / 5)] * 3)[:, None]
+    np.testing.assert_allclose(_per_agent(_run("grpo", ep)), r / (std + ga.EPS), rtol=1e-5)
+    np.testing.assert_allclose(_per_agent(_run("dr_grpo", ep)), r, atol=1e-6)
+    np.testing.assert_allclose(_per_agent(_run("rloo", ep)), r * 6 / 5, rtol=1e-6)   # G/(G-1), G = 6 samples
+
+
+def test_per_role_estimators_by_hand():
+    ep = _batch()
+    # Agent 0 in group 0: {1, -1, 1}: mean 1/3, std sqrt(4/3); group 1: {0, -1, 1}: mean 0, std 1.
+    a0 = np.array([(1 - 1 / 3), (-1 - 1 / 3), (1 - 1 / 3), 0, -1, 1]) / (np.array([SQRT(4 / 3)] * 3 + [1] * 3) + ga.EPS)
+    for name in ("dr_mas", "at_grpo"):   # each agent speaks its k-th turn at the same step: the same groups
+        np.testing.assert_allclose(_per_agent(_run(name, ep)), np.stack([a0, -a0], 1), rtol=1e-5, err_msg=name)
+    # MARS: per role over every turn of the batch; agent 0's two turns per episode both
+    # have the return to go {1, -1, 1, 0, -1, 1}: twelve values, mean 1/6.
+    x = np.array([1, -1, 1, 0, -1, 1.0])
+    expected = (x - x.mean()) / (np.repeat(x, 2).std(ddof=1) + ga.EPS)
+    np.testing.assert_allclose(_run("mars", ep)[:, 0, 0], expected, rtol=1e-5)
+    np.testing.assert_allclose(_run("mars", ep)[:, 2, 0], expected, rtol=1e-5)
+
+
+def test_batch_whitened_estimators_by_hand():
+    ep = _batch()
+    flat = RETURNS.reshape(-1)   # both groups' pooled means are 0: centring changes nothing
+    np.testing.assert_allclose(_per_agent(_run("reinforce_pp", ep)).reshape(-1),
+                               (flat - flat.mean()) / (flat.std(ddof=1) + ga.EPS), rtol=1e-5)
+    z = _per_agent(_run("grpo", ep)).reshape(-1)   # GDPO with one reward: GRPO's z-scores, whitened
+    np.testing.assert_allclose(_per_agent(_run("gdpo", ep)).reshape(-1), (z - z.mean()) / (z.std(ddof=1) + ga.EPS),
+                               rtol=1e-5)
+
+
+def test_rae_keeps_a_moving_baseline_per_role():
+    ep = _batch()
+    adv, baseline = jax.jit(ga.rae)(ep, jnp.zeros((1, 2)), alpha=0.5)
+    b = [0.0, 0.0]
+    expected = []
+    for e in range(E):                      # episode-major, then agent: read, then update
+        row = []
+        for n in range(N):
+            r = float(np.asarray(ep.reward)[e, -1, n])
+            row.append(r - b[n])
+            b[n] = 0.5 * b[n] + 0.5 * r
+        expected.append(row)
+    np.testing.assert_allclose(_per_agent(np.asarray(adv)), expected, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(baseline)[0], b, atol=1e-6)
+    # two games keep two baselines
+    _, two = jax.jit(ga.rae)(ep, jnp.zeros((2, 2)), game=jnp.array([0, 0, 0, 1, 1, 1]))
+    assert not np.allclose(np.asarray(two)[0], np.asarray(two)[1])
+
+
+def test_gigpo_adds_a_step_advantage_within_anchor_states():
+    # Agent 0's second view (step 2) is state 7 in episodes 0 and 1 of group 0, state 8 in episode 2.
+    state = np.zeros((E, T, N), np.int32)
+    state[:, 2, 0] = [7, 7, 8, 9, 9, 9]
+    ep = _batch(state=state)
+    adv = _run("gigpo", ep)     # mean_norm: F = 1, omega = 1
+    r0 = np.array([1, -1, 1, 0, -1, 1.0])
+    episode = r0 - np.array([1 / 3] * 3 + [0] * 3)
+    # At step 0 every episode of a group shares the state (0): the step part repeats the episode part.
+    np.testing.assert_allclose(adv[:, 0, 0], 2 * episode, atol=1e-6)
+    # At step 2: the anchor groups {0, 1} (mean 0), {2} alone (0), {3, 4, 5} (mean 0).
+    np.testing.assert_allclose(adv[:, 2, 0], episode + np.array([1, -1, 0, 0, -1, 1]), atol=1e-6)
+    lone = jax.jit(ga.gigpo, static_argnames="singleton_raw")(_batch(group=range(E), state=state), singleton_raw=True)
+    np.testing.assert_allclose(np.asarray(lone)[:, 0, 0], r0, atol=1e-6)   # verl-agent's raw-score convention
+
+
+# --- invariants and edge cases ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "rae"])
+def test_constant_rewards_give_exactly_zero_and_never_nan(name):
+    for value in (0.0, 0.1, 1e6):
+        adv = _run(name, _batch(np.full((E, N), value)))
+        assert np.all(adv == 0.0), (value, adv)
+
+
+def test_rae_goes_to_zero_under_a_constant_reward():
+    ep = _batch(np.full((E, N), 0.3))
+    baseline = jnp.zeros((1, 2))
+    for _ in range(200):
+        adv, baseline = jax.jit(ga.rae)(ep, baseline)
+    assert np.abs(np.asarray(adv)).max() < 1e-6
+
+
+GROUP_CENTRED = ["grpo", "dr_grpo", "rloo", "reinforce_pp", "dr_mas", "gdpo", "at_grpo", "gigpo"]
+SCALE_FREE = ["grpo", "dr_mas", "gdpo", "at_grpo"]
+
+
+@pytest.mark.parametrize("name", GROUP_CENTRED)
+def test_shifting_one_groups_rewards_changes_nothing(name):
+    base = _batch()
+    shifted = np.asarray(_batch().reward).copy()
+    shifted[3:, -1] += 5.0                      # group 1 only
+    np.testing.assert_allclose(_run(name, base._replace(reward=jnp.asarray(shifted))), _run(name, base), atol=1e-5)
+    if name in SCALE_FREE:
+        scaled = np.asarray(base.reward).copy()
+        scaled[3:] *= 100.0
+        np.testing.assert_allclose(_run(name, base._replace(reward=jnp.asarray(scaled))), _run(name, base),
+                                   atol=1e-4)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_swapping_the_roles_swaps_their_advantages_and_zero_sum_signs_agree(name):
+    r = np.array([[3, -3], [-1, 1], [2, -2], [0, 0], [-1, 1], [5, -5]], np.float32)
+    ep = _batch(r, role=np.tile([0, 1], (E, 1)))
+    swapped = ga.Episodes(ep.reward[..., ::-1], ep.acted[..., ::-1], ep.group, ep.roles[:, ::-1], ep.state[..., ::-1])
+    a, b = _run(name, ep), _run(name, swapped)
+    np.testing.assert_allclose(b, a[..., ::-1], atol=1e-5)
+    # zero-sum: the winner of an episode gets a positive advantage, the loser a negative one
+    first = _per_agent(a)
+    win = r[:, 0] > 0
+    if name not in ("rae", "mars"):   # baselines over the batch may shift a small win below the mean
+        assert np.all(first[win, 0] > 0) and np.all(first[win, 1] < 0), first
+
+
+def test_more_than_two_players_and_teams_share_statistics_by_role():
+    # Three agents, agents 0 and 1 a team (role 0), agent 2 alone (role 1); rewards on another scale.
+    e, t, n = 4, 1, 3
+    reward = jnp.asarray(np.array([[1, 2, 100], [3, 4, 300], [1, 1, 100], [5, 5, 500]], np.float32)[:, None])
+    ep = ga.Episodes(reward, jnp.ones((e, t, n), bool), jnp.zeros(e, jnp.int32), jnp.tile(jnp.array([0, 0, 1]), (e, 1)))
+    adv = np.asarray(jax.jit(ga.dr_mas)(ep))[:, 0]
+    team = np.array([1, 2, 3, 4, 1, 1, 5, 5.0])
+    np.testing.assert_allclose(adv[:, :2].reshape(-1), (team - team.mean()) / (team.std(ddof=1) + ga.EPS), rtol=1e-5)
+    solo = np.array([100, 300, 100, 500.0])
+    np.testing.assert_allclose(adv[:, 2], (solo - solo.mean()) / (solo.std(ddof=1) + ga.EPS), rtol=1e-5)
+    pooled = np.asarray(jax.jit(ga.grpo)(ep))[:, 0]
+    # Pooled with the solo agent's hundreds, every team member sits below the group's mean,
+    # whatever it did: the pooled baseline drowns the team's own differences.
+    assert np.all(pooled[:, :2] < 0) and np.any(adv[:, :2] > 0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_padding_and_unscored_episodes_get_nothing_and_change_nothing(name):
+    ep = _batch()
+    adv = _run(name, ep)
+    assert np.all(adv[~np.asarray(ep.acted)] == 0.0)        # turns not taken get no advantage
+    # Episode 2 becomes padding (nobody acted) with a wild reward, episode 5 unscorable (NaN):
+    # the others' advantages are those of the batch without them.
+    reward, acted = np.asarray(ep.reward).copy(), np.asarray(ep.acted).copy()
+    reward[2, -1], acted[2] = [1e9, -1e9], False
+    reward[5, -1] = np.nan
+    out = _run(name, ep._replace(reward=jnp.asarray(reward), acted=jnp.asarray(acted)))
+    assert np.all(np.isfinite(out)) and np.all(out[[2, 5]] == 0.0)
+    group = np.array([0, 0, 9, 1, 1, 9])            # the same batch with those two alone in a group of their own
+    reward[[2, 5]] = 0.0
+    alone = _run(name, _batch(group=group)._replace(reward=jnp.asarray(reward), acted=jnp.asarray(acted)))
+    if name in GROUP_CENTRED and name not in ("reinforce_pp", "gdpo"):   # batch-wide statistics see the zeros
+        np.testing.assert_allclose(out, alone, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_groups_of_one_and_near_constant_groups_stay_bounded(name):
+    lone = _run(name, _batch(group=range(E)))
+    assert np.all(np.isfinite(lone))
+    if name in ("dr_mas", "at_grpo"):   # one episode per group and role: nothing to compare with
+        assert np.all(lone == 0.0)
+    r = np.ones((E, N), np.float32)
+    r[0, 0] += 1e-6                                     # float noise, not a real difference
+    near = _run(name, _batch(r))
+    assert np.all(np.isfinite(near)) and np.abs(near).max() <= np.sqrt(E * N) + 1e-3
+
+
+def test_bad_requests_are_refused_before_compiling():
+    with pytest.raises(UnknownNameError, match="unknown estimator 'grop'.*did you mean 'grpo'"):
+        ga.estimator("grop")
+    with pytest.raises(ConfigError, match="gigpo needs the environment's state keys"):
+        ga.gigpo(_batch()._replace(state=None))
+    assert ga.estimator("gigpo").needs_state and ga.estimator("rae").stateful
