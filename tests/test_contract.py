@@ -19,6 +19,8 @@ VARIANTS = [(name, {}) for name in ENVS.names()] + [
     ("matrix", {"game": "rps"}),
     ("tree:kuhn_poker", {}),
     ("tree:leduc_holdem", {}),
+    ("text:kuhn_poker", {}),
+    ("text:leduc_holdem", {"invalid": "random"}),
 ]
 
 

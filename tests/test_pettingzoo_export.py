@@ -12,7 +12,7 @@ from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, see
 
 from coplay.interop.pettingzoo import to_pettingzoo  # noqa: E402
 
-EXPORTED = ENVS.names() + ["tree:kuhn_poker", "tree:leduc_holdem", "pgx:othello"]
+EXPORTED = ENVS.names() + ["tree:kuhn_poker", "tree:leduc_holdem", "pgx:othello", "text:kuhn_poker"]
 
 
 @pytest.mark.parametrize("name", EXPORTED)

@@ -75,7 +75,7 @@ def _gym_space(space: cs.Space):
     if isinstance(space, cs.Discrete):
         return gym.spaces.Discrete(space.n)
     if isinstance(space, cs.MultiDiscrete):
-        return gym.spaces.MultiDiscrete(list(space.nvec))
+        return gym.spaces.MultiDiscrete(list(space.nvec), dtype=np.dtype(space.dtype))
     if isinstance(space, cs.Box):
         return gym.spaces.Box(low=space.low, high=space.high, shape=space.shape, dtype=np.dtype(space.dtype))
     raise ConfigError(f"to_pettingzoo: no gymnasium space for {space!r}")

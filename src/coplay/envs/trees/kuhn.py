@@ -15,6 +15,7 @@ from coplay.envs.trees.tree import CHANCE, Rules
 
 PASS, BET = 0, 1
 _LETTERS = "pb"
+_CARDS = ("jack", "queen", "king")
 
 
 class KuhnRules(Rules):
@@ -63,3 +64,9 @@ class KuhnRules(Rules):
 
     def observation_key(self, h, player: int) -> str:
         return f"{h[player]}{self._bets(h)}"
+
+    def text_view(self, h, player: int) -> str:
+        actions = " ".join(self.action_names[a] for a in h[2:]) or "none"
+        status = "game over" if self.is_terminal(h) else ("your move" if self.player(h) == player else "wait")
+        return (f"kuhn poker , you are player {player} , your card : {_CARDS[h[player]]} , "
+                f"actions : {actions} , {status}")

@@ -80,6 +80,13 @@ class Rules(abc.ABC):
         raise NotImplementedError(f"{self.name}: observation_key is not implemented, so the game "
                                   "cannot be played as an environment")
 
+    def text_view(self, h: Hashable, player: int) -> str | None:
+        """What `player` knows at a decision or terminal history `h`, in words of coplay's
+        text vocabulary (`coplay.envs.text.vocab`); the same words wherever
+        `observation_key` is the same. None where the game has no text rendering, so
+        that it cannot be played as a text environment."""
+        return None
+
 
 @dataclass(frozen=True)
 class GameTree:

@@ -1,0 +1,83 @@
+"""The word-level vocabulary that coplay's text environments share.
+
+One fixed list of words, so that one model can play every text environment,
+and a person (or a pretrained model's tokenizer) can read exactly what an
+agent reads: `VOCAB.decode(obs)` turns token ids back into the text, and
+`VOCAB.encode(text)` turns text into ids. Words are split on spaces; the
+punctuation marks below are words of their own.
+
+Ids are stable: words are only ever appended, never reordered or removed, so
+that a checkpoint's embedding rows keep their meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from coplay.core.errors import ConfigError
+
+PAD, END, UNK = 0, 1, 2
+
+_WORDS = (
+    "<pad>", "<end>", "<unk>",
+    ",", ".", ":", "?",
+    # numbers
+    "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
+    # people and turns
+    "you", "are", "player", "your", "move", "turn", "wait", "is", "the", "to", "of", "and", "or", "none", "so", "far",
+    "game", "over", "won", "lost", "draw", "forfeit", "forfeited",
+    # cards and betting (Kuhn poker, Leduc hold'em)
+    "kuhn", "poker", "leduc", "holdem", "card", "public", "hidden", "jack", "queen", "king",
+    "pass", "bet", "fold", "call", "raise", "round", "first", "second", "actions",
+)
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Word <-> id. `decode` stops at the first `<end>` and drops `<pad>`."""
+
+    words: tuple[str, ...]
+    index: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if len(set(self.words)) != len(self.words):
+            raise ConfigError("a vocabulary's words must be distinct")
+        object.__setattr__(self, "index", {w: i for i, w in enumerate(self.words)})
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def encode(self, text: str, length: int | None = None, *, end: bool = False) -> np.ndarray:
+        """`[len]` int32 ids of `text`'s words (unknown words are refused, naming them);
+        `end=True` appends `<end>`; `length` pads with `<pad>` (and refuses longer text)."""
+        words = text.split()
+        missing = sorted({w for w in words if w not in self.index})
+        if missing:
+            raise ConfigError(f"words not in coplay's text vocabulary: {', '.join(map(repr, missing))}")
+        ids = [self.index[w] for w in words] + ([END] if end else [])
+        if length is not None:
+            if len(ids) > length:
+                raise ConfigError(f"text of {len(ids)} tokens does not fit in {length}: {text!r}")
+            ids = ids + [PAD] * (length - len(ids))
+        return np.asarray(ids, np.int32)
+
+    def decode(self, ids: Iterable[int] | np.ndarray) -> str:
+        out = []
+        for i in np.asarray(ids).reshape(-1).tolist():
+            if i == END:
+                break
+            if i != PAD:
+                out.append(self.words[i] if 0 <= i < len(self.words) else self.words[UNK])
+        return " ".join(out)
+
+    def check(self, texts: Sequence[str], where: str) -> None:
+        """Refuse, naming `where`, texts with words outside the vocabulary."""
+        missing = sorted({w for t in texts for w in t.split() if w not in self.index})
+        if missing:
+            raise ConfigError(f"{where}: words not in coplay's text vocabulary: {', '.join(map(repr, missing))}")
+
+
+VOCAB = Vocabulary(_WORDS)
