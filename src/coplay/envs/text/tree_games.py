@@ -77,7 +77,7 @@ class TextTreeGame(Env):
                               f"({longest} tokens: {rules.action_names})")
         self.game, self.vocab, self.invalid = game, vocab, invalid
         # The view of every node (decisions and ends) for each player, computed once.
-        texts = [[rules.text_view(h, p) if nodes.player[n] != CHANCE else "" for p in (0, 1)]
+        texts = [[(rules.text_view(h, p) or "") if nodes.player[n] != CHANCE else "" for p in (0, 1)]
                  for n, h in enumerate(nodes.histories)]
         vocab.check([t for pair in texts for t in pair], f"text:{name}")
         length = max(len(t.split()) for pair in texts for t in pair)
@@ -93,7 +93,7 @@ class TextTreeGame(Env):
 
     def _timestep(self, state: TextTreeState, ts: TimeStep, invalid: jax.Array) -> TimeStep:
         views = self._views[state.game.node]
-        return ts.replace(obs=views, global_state=views.reshape(-1).astype(jnp.float32),
+        return ts.replace(obs=views,  # type: ignore[attr-defined]  # flax struct.dataclass adds replace global_state=views.reshape(-1).astype(jnp.float32),
                           action_mask=jnp.ones((2, 0), bool),
                           info={**ts.info, "invalid_utterance": invalid})
 
