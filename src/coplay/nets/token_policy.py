@@ -1,0 +1,125 @@
+"""A token-level policy: a small decoder-only transformer that reads an agent's view
+(token ids) and writes its utterance one token at a time, inside compiled code.
+
+The sequence it models is `[view (L tokens), utterance (T tokens)]`: causal
+self-attention over both, `<pad>` positions of the view masked out as keys, a
+learned embedding of the agent's role added at every position (one model can
+play every seat and role). The logits at position `L - 1 + t` give token `t` of
+the utterance.
+
+- `generate(params, view, role, key, temperature)` samples an utterance `[T]`:
+  T passes over the whole sequence, each filling one more token (attention is
+  recomputed, not cached: with L + T under a hundred tokens and T of a few,
+  recomputing costs T full passes, and keeps one code path for sampling and
+  scoring). After the first `<end>` every token is `<pad>`.
+- `log_prob(params, view, role, utterance)` scores a given utterance in one pass
+  (teacher forcing): the sum of its tokens' log-probabilities up to and including
+  the first `<end>`, the tokens after it being fixed. The same value `generate`
+  sampled it with, which is what a PPO ratio and the exact evaluation of a text
+  policy (its probability of each move's utterance) need.
+
+Shapes below are for one agent; `vmap` over agents, environments and seeds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from coplay.envs.text.vocab import END, PAD
+
+
+class Block(nn.Module):
+    width: int
+    heads: int
+
+    @nn.compact
+    def __call__(self, x: jax.Array, mask: jax.Array) -> jax.Array:
+        h = nn.LayerNorm()(x)
+        x = x + nn.MultiHeadDotProductAttention(num_heads=self.heads, qkv_features=self.width)(h, h, mask=mask)
+        h = nn.LayerNorm()(x)
+        return x + nn.Dense(self.width)(nn.gelu(nn.Dense(4 * self.width)(h)))
+
+
+class TokenTransformer(nn.Module):
+    """tokens `[S]`, role `[]` -> logits `[S, V]` (causal; `<pad>` keys masked)."""
+
+    vocab_size: int
+    num_roles: int
+    max_len: int
+    width: int = 64
+    layers: int = 2
+    heads: int = 4
+
+    @nn.compact
+    def __call__(self, tokens: jax.Array, role: jax.Array) -> jax.Array:
+        s = tokens.shape[-1]
+        x = nn.Embed(self.vocab_size, self.width)(tokens)
+        x = x + nn.Embed(self.max_len, self.width)(jnp.arange(s)) + nn.Embed(self.num_roles, self.width)(role)
+        # a query sees earlier (and its own) positions that are not padding; it always sees itself
+        keys = (tokens != PAD) | (jnp.arange(s) == 0)
+        mask = jnp.tril(jnp.ones((s, s), bool)) & (keys[None, :] | jnp.eye(s, dtype=bool))
+        for _ in range(self.layers):
+            x = Block(self.width, self.heads)(x, mask[None])
+        return nn.Dense(self.vocab_size)(nn.LayerNorm()(x))
+
+
+class Utterance(NamedTuple):
+    tokens: jax.Array     # [T] int32, <pad> after the first <end>
+    log_prob: jax.Array   # [] the utterance's log-probability under the sampling distribution
+    length: jax.Array     # [] int32 tokens up to and including the first <end> (T where none)
+
+
+def spoken(tokens: jax.Array) -> jax.Array:
+    """`[T]` bool: the tokens that belong to the utterance (up to and including the
+    first `<end>`); the ones after it are fixed `<pad>`."""
+    ends = jnp.cumsum(tokens == END)
+    return (ends == 0) | ((ends == 1) & (tokens == END))
+
+
+class TokenPolicy:
+    """`TokenTransformer` with the view length L and utterance length T it serves."""
+
+    def __init__(self, vocab_size: int, num_roles: int, view_len: int, max_tokens: int, width: int = 64,
+                 layers: int = 2, heads: int = 4):
+        self.view_len, self.max_tokens = view_len, max_tokens
+        self.net = TokenTransformer(vocab_size, num_roles, view_len + max_tokens, width, layers, heads)
+
+    def init(self, key: jax.Array) -> Any:
+        return self.net.init(key, jnp.zeros(self.view_len + self.max_tokens, jnp.int32), jnp.int32(0))
+
+    def _logits(self, params: Any, view: jax.Array, role: jax.Array, utterance: jax.Array) -> jax.Array:
+        """`[T, V]`: the logits of each utterance token given the view and the tokens before it."""
+        seq = jnp.concatenate([view, utterance])
+        logits: jax.Array = self.net.apply(params, seq, role)  # type: ignore[assignment]  # one output
+        return logits[self.view_len - 1:-1]
+
+    def log_prob(self, params: Any, view: jax.Array, role: jax.Array, utterance: jax.Array,
+                 temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
+        """`(log-probability [], per-token entropy [T])` of `utterance [T]` given `view [L]`;
+        the entropy is zero past the utterance's end."""
+        logp = jax.nn.log_softmax(self._logits(params, view, role, utterance) / temperature)
+        said = spoken(utterance)
+        token_logp = jnp.take_along_axis(logp, utterance[:, None], axis=-1)[:, 0]
+        entropy = -(jnp.exp(logp) * logp).sum(-1)
+        return jnp.where(said, token_logp, 0.0).sum(), jnp.where(said, entropy, 0.0)
+
+    def generate(self, params: Any, view: jax.Array, role: jax.Array, key: jax.Array,
+                 temperature: float = 1.0) -> Utterance:
+        """Sample an utterance `[T]` token by token (see the module's doc)."""
+        t_max = self.max_tokens
+
+        def one(carry, t):
+            tokens, done, logp = carry
+            logits = self._logits(params, view, role, tokens)[t] / temperature
+            token = jax.random.categorical(jax.random.fold_in(key, t), logits).astype(jnp.int32)
+            token = jnp.where(done, PAD, token)
+            logp = logp + jnp.where(done, 0.0, jax.nn.log_softmax(logits)[token])
+            return (tokens.at[t].set(token), done | (token == END), logp), None
+
+        start = (jnp.full(t_max, PAD, jnp.int32), jnp.bool_(False), jnp.float32(0.0))
+        (tokens, _, logp), _ = jax.lax.scan(one, start, jnp.arange(t_max))
+        return Utterance(tokens, logp, spoken(tokens).sum().astype(jnp.int32))
