@@ -91,3 +91,28 @@ def test_bad_text_environments_are_refused_before_compiling(monkeypatch):
     monkeypatch.setattr(KuhnRules, "text_view", lambda self, h, p: None)
     with pytest.raises(ConfigError, match="'kuhn_poker' has no text rendering"):
         coplay.make("text:kuhn_poker")
+
+
+@pytest.mark.parametrize("name, uniform", [("kuhn_poker", 0.458333), ("leduc_holdem", 2.373611)])
+def test_a_text_policy_is_scored_exactly_through_the_tree(name, uniform):
+    """A transformer whose logits are all zero says every token with probability 1/V, so
+    each move's utterance ("<move> <end>") is equally likely: the uniform strategy, whose
+    exploitability the tree gives (Kuhn: 0.458333, OpenSpiel's figure; Leduc: NashConv 4.747)."""
+    from coplay.eval.text_policies import score_text_policy
+    from coplay.nets.token_policy import TokenPolicy
+
+    env = coplay.make(f"text:{name}")
+    views, owner, moves = env.infoset_views()
+    assert views.shape == (len(env.game.tree.infoset_keys), env.spec.obs_space.shape[0])
+    for i in (0, len(owner) - 1):   # the view of set i is its owner's, naming its owner
+        assert f"you are player {int(owner[i])}" in VOCAB.decode(views[i])
+    policy = TokenPolicy(len(VOCAB), 2, env.spec.obs_space.shape[0], env.spec.action_space.shape[0], width=16,
+                         layers=1, heads=1)
+    params = jax.tree.map(jnp.zeros_like, policy.init(jax.random.PRNGKey(0)))
+    score = jax.jit(lambda p: score_text_policy(env, policy, p))(params)
+    assert float(score.exploitability) == pytest.approx(uniform, abs=1e-5)
+    assert float(score.nash_conv) == pytest.approx(2 * uniform, abs=1e-5)
+    legal = np.asarray(env.game.tree.legal)
+    np.testing.assert_allclose(np.asarray(score.strategy), legal / legal.sum(1, keepdims=True), atol=1e-6)
+    # what is left for utterances that name no legal move: 1 - (legal moves) / V^2
+    np.testing.assert_allclose(np.asarray(score.invalid), 1 - legal.sum(1) / len(VOCAB) ** 2, atol=1e-6)

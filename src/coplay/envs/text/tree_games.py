@@ -118,6 +118,21 @@ class TextTreeGame(Env):
         new = TextTreeState(game)
         return new, self._timestep(new, ts, jax.nn.one_hot(mover, 2, dtype=bool) & invalid)
 
+    def infoset_views(self) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """Every information set of the game's tree as its owner reads it:
+        `(views [I, L] token ids, owner [I], move utterances [A, T])`, in the tree's
+        information-set order, so that a text policy's probability of each move's
+        utterance at each view is a strategy the tree scores exactly."""
+        nodes, tree = self.game._nodes, self.game.tree
+        index = {k: i for i, k in enumerate(tree.infoset_keys)}
+        rows = np.zeros(len(index), np.int64)
+        for n, h in enumerate(nodes.histories):
+            mover = int(nodes.player[n])
+            if mover in (0, 1):
+                rows[index[self.game.rules.infoset_key(h)]] = n
+        owner = np.asarray(tree.infoset_player)
+        return self._views[jnp.asarray(rows), jnp.asarray(owner)], jnp.asarray(owner), self._moves
+
     def base_state(self, state: TextTreeState) -> TreeState:
         return state.game
 

@@ -1,0 +1,52 @@
+"""Exact evaluation of a text policy on a game with a tree (`text:kuhn_poker`,
+`text:leduc_holdem`).
+
+At every information set the policy's probability of each legal move is the
+probability of that move's utterance, `exp(log_prob(view, utterance))`,
+renormalised over the legal moves; the mass left over is what the policy gives
+to utterances that name no legal move (`invalid`). The resulting `[I, A]`
+strategy is scored by the tree: exploitability and NashConv, exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from coplay.envs.text.tree_games import TextTreeGame
+from coplay.envs.trees.values import TreeArrays, exploitability, nash_conv
+from coplay.nets.token_policy import TokenPolicy
+
+
+class TextPolicyScore(NamedTuple):
+    exploitability: jax.Array   # []
+    nash_conv: jax.Array        # []
+    strategy: jax.Array         # [I, A] the policy's move probabilities, renormalised over legal moves
+    invalid: jax.Array          # [I] probability of an utterance that names no legal move
+
+
+def move_probabilities(env: TextTreeGame, policy: TokenPolicy, params: Any,
+                       temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
+    """`(strategy [I, A], invalid [I])` of `policy` at every information set of `env`'s tree."""
+    views, owner, moves = env.infoset_views()
+    legal = jnp.asarray(env.game.tree.legal)
+
+    def at(view, role):
+        return jax.vmap(lambda u: policy.log_prob(params, view, role, u, temperature)[0])(moves)
+
+    logp = jax.vmap(at)(views, owner)                                   # [I, A]
+    mass = jnp.where(legal, jnp.exp(logp), 0.0)
+    said = mass.sum(-1, keepdims=True)
+    # A policy that gives (numerically) nothing to the legal moves is read as uniform over them.
+    uniform = legal / legal.sum(-1, keepdims=True)
+    strategy = jnp.where(said > 0, mass / jnp.maximum(said, 1e-30), uniform)
+    return strategy, 1.0 - said[:, 0]
+
+
+def score_text_policy(env: TextTreeGame, policy: TokenPolicy, params: Any, temperature: float = 1.0) -> TextPolicyScore:
+    """The exact exploitability and NashConv of `policy` (see the module's doc)."""
+    t = TreeArrays.from_tree(env.game.tree)
+    strategy, invalid = move_probabilities(env, policy, params, temperature)
+    return TextPolicyScore(exploitability(t, strategy), nash_conv(t, strategy), strategy, invalid)
