@@ -93,9 +93,9 @@ class TextTreeGame(Env):
 
     def _timestep(self, state: TextTreeState, ts: TimeStep, invalid: jax.Array) -> TimeStep:
         views = self._views[state.game.node]
-        return ts.replace(obs=views,  # type: ignore[attr-defined]  # flax struct.dataclass adds replace global_state=views.reshape(-1).astype(jnp.float32),
-                          action_mask=jnp.ones((2, 0), bool),
-                          info={**ts.info, "invalid_utterance": invalid})
+        return ts.replace(  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
+            obs=views, global_state=views.reshape(-1).astype(jnp.float32), action_mask=jnp.ones((2, 0), bool),
+            info={**ts.info, "invalid_utterance": invalid})
 
     def _reset(self, key):
         game, ts = self.game.reset(key)
