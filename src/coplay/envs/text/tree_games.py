@@ -35,6 +35,7 @@ from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.text.vocab import END, PAD, VOCAB, Vocabulary
+from coplay.envs.trees import tree_names
 from coplay.envs.trees.env import TERMINAL, TreeGameEnv, TreeState
 from coplay.envs.trees.tree import CHANCE
 
@@ -142,15 +143,9 @@ class TextTreeGame(Env):
         return self.game.render_text(state.game)
 
 
-def _names():
-    from coplay.envs.trees import tree_names
-
-    return tree_names()
-
-
 ENVS.register_prefix(
     "text", TextTreeGame, kind="competitive",
     description="a game played in words: views as token ids of coplay's vocabulary, moves as utterances "
                 "(kuhn_poker, leduc_holdem, scored exactly through their trees)",
-    choices=_names,
+    choices=tree_names,
 )
