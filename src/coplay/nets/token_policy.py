@@ -93,8 +93,8 @@ class TokenPolicy:
 
     def _logits(self, params: Any, view: jax.Array, role: jax.Array, utterance: jax.Array) -> jax.Array:
         """`[T, V]`: the logits of each utterance token given the view and the tokens before it."""
-        seq = jnp.concatenate([view, utterance])
-        logits: jax.Array = self.net.apply(params, seq, role)  # type: ignore[assignment]  # one output
+        seq = jnp.concatenate([jnp.asarray(view, jnp.int32), jnp.asarray(utterance, jnp.int32)])
+        logits: jax.Array = self.net.apply(params, seq, jnp.asarray(role, jnp.int32))  # type: ignore[assignment]  # one output
         return logits[self.view_len - 1:-1]
 
     def log_prob(self, params: Any, view: jax.Array, role: jax.Array, utterance: jax.Array,
