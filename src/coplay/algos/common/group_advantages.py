@@ -27,8 +27,9 @@ group's values are all equal (the same reward for every member, one member
 only), its advantages are exactly zero, never NaN: normalising such a group is
 where other implementations divide zero by zero.
 
-`ESTIMATORS` names them all for `algo.estimator=...`; `estimator(name)` looks
-one up with an error that lists the choices.
+`ESTIMATORS` names them all, with what each needs from a batch (state keys,
+a baseline carried between batches); `estimator(name)` looks one up with an
+error that lists the choices.
 """
 
 from __future__ import annotations
