@@ -13,11 +13,9 @@ from coplay.algos.base import Policy
 from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError
 from coplay.eval.stats import summarize
-from coplay.experiment import checkpoint
 from coplay.experiment.config import Experiment
 from coplay.experiment.evaluate import record_episode, save_gif
-from coplay.experiment.runner import Plan, check_checkpoint_config, init_state, plan
-from coplay.wrappers.episode_stats import is_info_entry
+from coplay.experiment.runner import Plan, init_state, latest_checkpoint, plan
 
 
 @dataclass
@@ -46,8 +44,7 @@ def load_run(run_dir: Path | str) -> LoadedRun:
         raise ConfigError(f"{run_dir} is not a coplay run directory (no config.yaml)")
     exp = Experiment.load(run_dir / "config.yaml")
     p = plan(exp)
-    state, meta, path = checkpoint.latest(run_dir / "checkpoints", init_state(p),
-                                          lambda m, f: check_checkpoint_config(m, exp, f), may_be_new=is_info_entry)
+    state, meta, path = latest_checkpoint(run_dir / "checkpoints", init_state(p), exp)
     return LoadedRun(exp, p, state, meta, path)
 
 

@@ -335,8 +335,7 @@ def _train(p: Plan, run_dir: Path, resumed: bool, stop_after_chunks: int | None)
         for directory in (run_dir, ckpt_dir):  # what writes killed mid-way left behind
             checkpoint.remove_temporaries(directory)
         if checkpoint.list_checkpoints(ckpt_dir):
-            state, meta, path = checkpoint.latest(ckpt_dir, state, lambda m, f: check_checkpoint_config(m, exp, f),
-                                                  may_be_new=is_info_entry)
+            state, meta, path = latest_checkpoint(ckpt_dir, state, exp)
             start_chunk = int(meta["chunk"]) + 1
             earlier_s = float(meta.get("wall_time_s", 0.0))
             if start_chunk >= p.num_chunks and (run_dir / "summary.json").exists():
@@ -438,6 +437,14 @@ def check_checkpoint_config(meta: dict, exp: Experiment, path: Path) -> None:
         detail = ", ".join(f"{d}: checkpoint has {_get(a, d)!r}, config has {_get(b, d)!r}"
                            for d in resume_differences(stored, exp))
         raise CheckpointConfigError(f"checkpoint {path} was written by a different config ({detail})")
+
+
+def latest_checkpoint(directory: Path, target: Any, exp: Experiment) -> tuple[Any, dict, Path]:
+    """The newest usable checkpoint of `exp`'s run in `directory`, restored into
+    `target`'s structure: refused when another config wrote it, and loaded with the
+    `info` entries an environment added since starting at zero (`checkpoint.latest`)."""
+    return checkpoint.latest(directory, target, lambda m, f: check_checkpoint_config(m, exp, f),
+                             may_be_new=is_info_entry)
 
 
 def _nanmean(v: np.ndarray) -> np.ndarray:
