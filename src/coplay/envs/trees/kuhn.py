@@ -11,11 +11,10 @@ Information sets are written like OpenSpiel's: the owner's card (0 = J,
 
 from __future__ import annotations
 
-from coplay.envs.trees.tree import CHANCE, Rules
+from coplay.envs.trees.tree import CHANCE, RANK_WORDS, Rules
 
 PASS, BET = 0, 1
 _LETTERS = "pb"
-_CARDS = ("jack", "queen", "king")
 
 
 class KuhnRules(Rules):
@@ -67,6 +66,5 @@ class KuhnRules(Rules):
 
     def text_view(self, h, player: int) -> str:
         actions = " ".join(self.action_names[a] for a in h[2:]) or "none"
-        status = "game over" if self.is_terminal(h) else ("your move" if self.player(h) == player else "wait")
-        return (f"kuhn poker , you are player {player} , your card : {_CARDS[h[player]]} , "
-                f"actions : {actions} , {status}")
+        return (f"kuhn poker , you are player {player} , your card : {RANK_WORDS[h[player]]} , "
+                f"actions : {actions} , {self.text_status(h, player)}")

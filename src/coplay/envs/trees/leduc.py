@@ -14,12 +14,11 @@ dealt), then each round's betting (`c` call/check, `r` raise, `f` fold).
 
 from __future__ import annotations
 
-from coplay.envs.trees.tree import CHANCE, Rules
+from coplay.envs.trees.tree import CHANCE, RANK_WORDS, Rules
 
 FOLD, CALL, RAISE = 0, 1, 2
 _LETTERS = "fcr"
 _RANKS = "JQK"
-_NAMES = ("jack", "queen", "king")
 _RAISE_SIZE = (2, 4)
 _MAX_RAISES = 2
 
@@ -132,11 +131,11 @@ class LeducRules(Rules):
 
     def text_view(self, h, player: int) -> str:
         (c0, c1), first, public, second = self._parts(h)
-        board = "hidden" if public is None else _NAMES[public // 2]
+        board = "hidden" if public is None else RANK_WORDS[public // 2]
 
         def said(bets: str) -> str:
             return " ".join(self.action_names[_LETTERS.index(b)] for b in bets) or "none"
 
-        status = "game over" if self.is_terminal(h) else ("your move" if self.player(h) == player else "wait")
-        return (f"leduc holdem , you are player {player} , your card : {_NAMES[(c0, c1)[player] // 2]} , "
-                f"public card : {board} , first round : {said(first)} , second round : {said(second)} , {status}")
+        return (f"leduc holdem , you are player {player} , your card : {RANK_WORDS[(c0, c1)[player] // 2]} , "
+                f"public card : {board} , first round : {said(first)} , second round : {said(second)} , "
+                f"{self.text_status(h, player)}")

@@ -87,6 +87,16 @@ class Rules(abc.ABC):
         that it cannot be played as a text environment."""
         return None
 
+    def text_status(self, h: Hashable, player: int) -> str:
+        """The last words of a text view: "game over", "your move" or "wait"."""
+        if self.is_terminal(h):
+            return "game over"
+        return "your move" if self.player(h) == player else "wait"
+
+
+# The ranks of the poker games' cards (J < Q < K), in words.
+RANK_WORDS = ("jack", "queen", "king")
+
 
 @dataclass(frozen=True)
 class GameTree:
