@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from coplay.envs.text.vocab import END, PAD
-from coplay.nets.token_policy import TokenPolicy, spoken
+from coplay.envs.text.vocab import END, PAD, spoken
+from coplay.nets.token_policy import TokenPolicy
 
 V, L, T = 6, 5, 3      # a small vocabulary, so that every utterance can be enumerated
 POLICY = TokenPolicy(vocab_size=V, num_roles=2, view_len=L, max_tokens=T, width=32, layers=2, heads=2)

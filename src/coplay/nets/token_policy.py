@@ -29,7 +29,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from coplay.envs.text.vocab import END, PAD
+from coplay.envs.text.vocab import END, PAD, spoken
 
 
 class Block(nn.Module):
@@ -71,13 +71,6 @@ class Utterance(NamedTuple):
     tokens: jax.Array     # [T] int32, <pad> after the first <end>
     log_prob: jax.Array   # [] the utterance's log-probability under the sampling distribution
     length: jax.Array     # [] int32 tokens up to and including the first <end> (T where none)
-
-
-def spoken(tokens: jax.Array) -> jax.Array:
-    """`[T]` bool: the tokens that belong to the utterance (up to and including the
-    first `<end>`); the ones after it are fixed `<pad>`."""
-    ends = jnp.cumsum(tokens == END)
-    return (ends == 0) | ((ends == 1) & (tokens == END))
 
 
 class TokenPolicy:

@@ -34,7 +34,7 @@ from coplay.core.errors import ConfigError, unknown_name
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
-from coplay.envs.text.vocab import END, PAD, VOCAB, Vocabulary
+from coplay.envs.text.vocab import PAD, VOCAB, Vocabulary, spoken
 from coplay.envs.trees import tree_names
 from coplay.envs.trees.env import TERMINAL, TreeGameEnv, TreeState
 from coplay.envs.trees.tree import CHANCE
@@ -51,9 +51,7 @@ def parse(utterance: jax.Array, moves: jax.Array) -> jax.Array:
     """The index of the move `utterance [T]` names, or -1: the tokens up to the first
     `<end>` (all T where there is none) must equal a row of `moves [A, T]` (each
     move's tokens, `<end>`, then `<pad>`)."""
-    ended = jnp.cumsum(utterance == END) > 0
-    after = ended & ~((utterance == END) & (jnp.cumsum(utterance == END) == 1))
-    said = jnp.where(after, PAD, utterance)
+    said = jnp.where(spoken(utterance), utterance, PAD)
     match = jnp.all(said[None, :] == moves, axis=-1)
     return jnp.where(match.any(), jnp.argmax(match), -1)
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from coplay.core.errors import ConfigError
@@ -53,11 +55,8 @@ class Vocabulary:
     def encode(self, text: str, length: int | None = None, *, end: bool = False) -> np.ndarray:
         """`[len]` int32 ids of `text`'s words (unknown words are refused, naming them);
         `end=True` appends `<end>`; `length` pads with `<pad>` (and refuses longer text)."""
-        words = text.split()
-        missing = sorted({w for w in words if w not in self.index})
-        if missing:
-            raise ConfigError(f"words not in coplay's text vocabulary: {', '.join(map(repr, missing))}")
-        ids = [self.index[w] for w in words] + ([END] if end else [])
+        self.check([text])
+        ids = [self.index[w] for w in text.split()] + ([END] if end else [])
         if length is not None:
             if len(ids) > length:
                 raise ConfigError(f"text of {len(ids)} tokens does not fit in {length}: {text!r}")
@@ -73,11 +72,20 @@ class Vocabulary:
                 out.append(self.words[i] if 0 <= i < len(self.words) else self.words[UNK])
         return " ".join(out)
 
-    def check(self, texts: Sequence[str], where: str) -> None:
-        """Refuse, naming `where`, texts with words outside the vocabulary."""
+    def check(self, texts: Sequence[str], where: str = "") -> None:
+        """Refuse texts with words outside the vocabulary, naming the words (and `where`)."""
         missing = sorted({w for t in texts for w in t.split() if w not in self.index})
         if missing:
-            raise ConfigError(f"{where}: words not in coplay's text vocabulary: {', '.join(map(repr, missing))}")
+            raise ConfigError(f"{where + ': ' if where else ''}words not in coplay's text vocabulary: "
+                              f"{', '.join(map(repr, missing))}")
+
+
+def spoken(tokens: jax.Array) -> jax.Array:
+    """`[..., T]` bool: the tokens that belong to an utterance `[..., T]`, up to and
+    including its first `<end>` (all T where there is none); the ones after it are
+    not read."""
+    ends = jnp.cumsum(tokens == END, axis=-1)
+    return (ends == 0) | ((ends == 1) & (tokens == END))
 
 
 VOCAB = Vocabulary(_WORDS)
