@@ -164,6 +164,16 @@ def episode_advantages(ep: Episodes, keys: Sequence[jax.Array], weights: Sequenc
     return normalise(total.reshape(-1), scored.reshape(-1), ids, **options).reshape(total.shape)
 
 
+def turn_advantages(ep: Episodes, keys: Sequence[jax.Array], gamma: float,
+                    weights: Sequence[float] | None = None, **options: Any) -> jax.Array:
+    """`[E, T, N]`: each acted turn's return to go `G_t` normalised (`normalise`'s
+    options) within the segments of `keys` (each broadcastable to `[E, T, N]`)."""
+    g = turn_returns(scalar_reward(ep, weights), gamma)
+    counts = (ep.acted & jnp.isfinite(g)).reshape(-1)
+    ids = segments(*[jnp.broadcast_to(k, g.shape).reshape(-1) for k in keys])
+    return normalise(g.reshape(-1), counts, ids, **options).reshape(g.shape)
+
+
 def whiten(x: jax.Array, counts: jax.Array, eps: float = EPS) -> jax.Array:
     """`(x - mean) / (std + eps)` over every counted entry of the batch."""
     flat = counts.reshape(-1)
@@ -280,12 +290,8 @@ def at_grpo(ep: Episodes, *, gamma: float = 1.0, eps: float = EPS,
     """AT-GRPO (Zhao et al., 2025, PettingLLMs): GRPO within (group, agent role,
     turn index) groups: the return from the k-th turn of role p is compared with
     the k-th turns of the same role in the group's other episodes."""
-    g = turn_returns(scalar_reward(ep, weights), gamma)
-    counts = (ep.acted & jnp.isfinite(g)).reshape(-1)
-    keys = [jnp.broadcast_to(ep.group[:, None, None], g.shape), jnp.broadcast_to(ep.roles[:, None, :], g.shape),
-            own_turns(ep.acted)]
-    ids = segments(*[k.reshape(-1) for k in keys])
-    return normalise(g.reshape(-1), counts, ids, eps=eps).reshape(g.shape)
+    keys = [ep.group[:, None, None], ep.roles[:, None, :], own_turns(ep.acted)]
+    return turn_advantages(ep, keys, gamma, weights, eps=eps)
 
 
 def gigpo(ep: Episodes, *, omega: float = 1.0, gamma: float = 1.0, scale: bool = False, eps: float = EPS,
@@ -305,12 +311,8 @@ def gigpo(ep: Episodes, *, omega: float = 1.0, gamma: float = 1.0, scale: bool =
         keys = [jnp.broadcast_to(k, total.shape).reshape(-1) for k in _group_and_role(ep)]
         alone = (segment_stats(total.reshape(-1), scored.reshape(-1), segments(*keys)).size == 1).reshape(total.shape)
         episode = episode + jnp.where(alone & scored, total, 0.0)
-    g = turn_returns(scalar_reward(ep, weights), gamma)
-    counts = (ep.acted & jnp.isfinite(g)).reshape(-1)
-    keys = [jnp.broadcast_to(ep.group[:, None, None], g.shape), jnp.broadcast_to(ep.roles[:, None, :], g.shape),
-            ep.state]
-    ids = segments(*[k.reshape(-1) for k in keys])
-    step = normalise(g.reshape(-1), counts, ids, scale=scale, eps=eps).reshape(g.shape)
+    step = turn_advantages(ep, [ep.group[:, None, None], ep.roles[:, None, :], ep.state], gamma, weights,
+                           scale=scale, eps=eps)
     return to_turns(episode, ep) + omega * step
 
 
