@@ -17,7 +17,7 @@ from coplay.experiment.runner import plan
 
 # A small environment every algorithm can train on, per algorithm.
 ENV_FOR = {"mappo": "spread", "ippo": "spread", "iql": "spread", "vdn": "spread", "qmix": "spread",
-           "selfplay_ppo": "tic_tac_toe"}
+           "selfplay_ppo": "tic_tac_toe", "grpo": "text:kuhn_poker"}
 
 
 def test_every_algorithm_is_a_registered_trainer_with_a_documented_config():
@@ -28,7 +28,12 @@ def test_every_algorithm_is_a_registered_trainer_with_a_documented_config():
         assert entry.capabilities is entry.factory.capabilities
         for f in dataclasses.fields(entry.config):
             assert f.metadata.get("help"), f"{name}: algo.{f.name} has no help text"
-        assert entry.config().steps_per_update == entry.config().num_envs * entry.config().rollout_len
+        config = entry.config()
+        if name == "grpo":   # whole episodes: as many steps as the environment's longest (rollout_len=0)
+            spec = coplay.make(ENV_FOR[name]).spec
+            assert config.update_steps(spec) == config.num_envs * spec.max_steps
+        else:
+            assert config.update_steps(None) == config.steps_per_update == config.num_envs * config.rollout_len
 
 
 @pytest.mark.parametrize("name", sorted(ENV_FOR))
@@ -37,11 +42,16 @@ def test_per_env_fields_are_exactly_the_ones_with_an_environment_axis(name):
     config = entry.config(num_envs=7, rollout_len=4)
     if name in ("iql", "vdn", "qmix"):
         config = dataclasses.replace(config, learning_starts=0, buffer_size=700)
+    if name == "grpo":
+        config = dataclasses.replace(config, group_size=7)
     trainer = entry.factory(config, coplay.make(ENV_FOR[name]), num_updates=4)
     state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))     # shapes only: nothing runs
     mask = env_axis_mask(state)
     marked, unmarked = [], []
     jax.tree.map(lambda m, part: (marked if m else unmarked).extend(jax.tree.leaves(part)), mask, state)
+    if name == "grpo":   # every update plays its episodes from their start to their end: none is carried over
+        assert not marked and trainer.num_envs == 7 and trainer.steps_per_update == 7 * 4
+        return
     assert marked, "every trainer steps parallel environments"
     assert all(leaf.shape[:1] == (7,) for leaf in marked)
     # Parameters have no environment axis.

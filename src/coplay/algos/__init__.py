@@ -7,7 +7,7 @@ num_updates)`. The game solvers that are not trainers (`coplay solve`) are in
 
 from __future__ import annotations
 
-from coplay.algos import cfr, fictitious_play, ippo, iql, mappo, psro, psro_ppo, qmix, selfplay_ppo, vdn
+from coplay.algos import cfr, fictitious_play, grpo, ippo, iql, mappo, psro, psro_ppo, qmix, selfplay_ppo, vdn
 from coplay.algos.base import RolloutConfig, Trainer
 from coplay.algos.solvers import SOLVERS
 from coplay.core.errors import UnknownNameError
@@ -28,6 +28,8 @@ _register(vdn.VDN, "off-policy", "value decomposition: the team's Q is the sum o
 _register(qmix.QMIX, "off-policy", "monotonic mixing of the agents' Q by hypernetworks on the global state")
 _register(selfplay_ppo.SelfPlayPPO, "self-play",
           "PPO against a pool of its own snapshots (latest, uniform or PFSP), every seat")
+_register(grpo.GRPO, "text", "group-relative policy optimisation of a token-level policy on text environments, "
+                             "any group-relative estimator (algo.estimator), self-play or a snapshot pool")
 
 SOLVERS.register("cfr", cfr.run, kind="game tree", config=cfr.Config, capabilities=cfr.SUPPORT,
                  description="counterfactual regret minimisation: CFR, CFR+ or discounted CFR (algo.variant)")

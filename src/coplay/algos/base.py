@@ -48,7 +48,7 @@ from flax import struct
 from coplay.core.config import check, param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
-from coplay.core.spaces import Box, Discrete
+from coplay.core.spaces import Box, Discrete, MultiDiscrete
 from coplay.core.types import EnvSpec
 
 PER_AGENT_RETURN = "episode return averaged over agents (per-agent), undiscounted"
@@ -99,6 +99,7 @@ class Capabilities:
 
     discrete_actions: bool = True
     continuous_actions: bool = False
+    utterances: bool = False           # actions are utterances: token ids (a text environment's MultiDiscrete)
     needs_global_state: bool = False   # its critic or mixer reads `global_state`
     recurrent: bool = False            # offers recurrent (GRU) agents
     simultaneous: bool = True          # trains on games where every agent acts at every step
@@ -110,12 +111,18 @@ class Capabilities:
     def problems(self, spec: EnvSpec) -> list[str]:
         out = []
         space = spec.action_space
-        if not isinstance(space, (Discrete, Box)):
-            out.append(f"actions {space} are neither Discrete nor Box")
+        needs = " or ".join(kind for kind, able in (("discrete", self.discrete_actions),
+                                                    ("continuous", self.continuous_actions),
+                                                    ("utterances (a text environment, text:...)", self.utterances))
+                            if able)
+        if not isinstance(space, (Discrete, Box, MultiDiscrete)):
+            out.append(f"actions {space} are neither Discrete, Box nor utterances (MultiDiscrete)")
         elif isinstance(space, Discrete) and not self.discrete_actions:
-            out.append(f"actions are discrete ({space}) and it needs continuous ones")
+            out.append(f"actions are discrete ({space}) and it needs {needs} actions")
         elif isinstance(space, Box) and not self.continuous_actions:
-            out.append(f"actions are continuous ({space}) and it needs discrete ones")
+            out.append(f"actions are continuous ({space}) and it needs {needs} actions")
+        elif isinstance(space, MultiDiscrete) and not self.utterances:
+            out.append(f"actions are utterances (token ids, {space}) and it needs {needs} actions")
         if spec.num_agents < self.min_agents:
             out.append(f"it has {spec.num_agents} agent(s) and it needs at least {self.min_agents}")
         if spec.turn_based and spec.num_agents > 1 and not self.turn_based:
@@ -176,6 +183,12 @@ class RolloutConfig:
         """Environment steps per seed in one update."""
         return self.num_envs * self.rollout_len
 
+    def update_steps(self, spec: EnvSpec) -> int:
+        """Environment steps per seed in one update on the environment `spec`: the same
+        on every environment, except for families whose rollout length is read
+        from the environment (whole episodes)."""
+        return self.steps_per_update
+
 
 # ----- the trainer -------------------------------------------------------------------------------------
 
@@ -204,6 +217,7 @@ class Trainer(abc.ABC, Generic[C]):
         check_env_support(env.spec, self.name, self.capabilities)
         self.config = config
         self.num_updates = num_updates
+        self.spec = env.spec
 
     @property
     def num_envs(self) -> int:
@@ -213,7 +227,7 @@ class Trainer(abc.ABC, Generic[C]):
     @property
     def steps_per_update(self) -> int:
         """Environment steps per seed in one update."""
-        return int(self.config.steps_per_update)
+        return int(self.config.update_steps(self.spec))
 
     @abc.abstractmethod
     def init(self, key: jax.Array) -> Any:

@@ -85,6 +85,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     print(f"checkpoint: {out['checkpoint']} (env steps {out['env_steps']})")
     print("per-seed mean return: " + ", ".join(f"{v:.3f}" for v in out["per_seed"]))
     print(f"return IQM over seeds ({out['episodes']} episodes each), 95% CI: {out['return']}")
+    for name, value in sorted(out["measures"].items()):
+        print(f"{name}: {value:.4g} (mean over seeds and episodes)")
+    for i, lines in enumerate(out["dialogues"]):
+        print(f"dialogue {i + 1}:")
+        print("\n".join(f"  {line}" for line in lines))
     if out["gif"]:
         print(f"episode animation: {out['gif']}")
     return 0

@@ -39,6 +39,10 @@ class Env(abc.ABC):
     # that stop once every episode has ended must then run to their full length: under
     # `vmap`, a batched stop condition steps finished members and keeps their old states.
     states_used_once: bool = False
+    # True where an agent's observation identifies the state it decides in (a text
+    # game whose view is its information state, a puzzle whose view is the board):
+    # turns that saw equal views can then be grouped as one state (GiGPO's anchors).
+    views_are_states: bool = False
 
     @property
     def num_agents(self) -> int:
@@ -104,6 +108,10 @@ class Wrapper(Env):
     @property
     def states_used_once(self) -> bool:  # type: ignore[override]
         return self.env.states_used_once
+
+    @property
+    def views_are_states(self) -> bool:  # type: ignore[override]
+        return self.env.views_are_states
 
     def close(self) -> None:
         self.env.close()

@@ -27,14 +27,17 @@ class TextPolicyScore(NamedTuple):
     invalid: jax.Array          # [I] probability of an utterance that names no legal move
 
 
-def move_probabilities(env: TextTreeGame, policy: TokenPolicy, params: Any,
-                       temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
-    """`(strategy [I, A], invalid [I])` of `policy` at every information set of `env`'s tree."""
+def move_probabilities(env: TextTreeGame, policy: TokenPolicy, params: Any, temperature: float = 1.0,
+                       per_role: bool = False) -> tuple[jax.Array, jax.Array]:
+    """`(strategy [I, A], invalid [I])` of `policy` at every information set of `env`'s tree.
+    `per_role`: `params` holds one model per player (every leaf `[N, ...]`), and each
+    information set is read by its owner's."""
     views, owner, moves = env.infoset_views()
     legal = jnp.asarray(env.game.tree.legal)
 
     def at(view, role):
-        return jax.vmap(lambda u: policy.log_prob(params, view, role, u, temperature)[0])(moves)
+        own = jax.tree.map(lambda p: p[role], params) if per_role else params
+        return jax.vmap(lambda u: policy.log_prob(own, view, role, u, temperature)[0])(moves)
 
     logp = jax.vmap(at)(views, owner)                                   # [I, A]
     mass = jnp.where(legal, jnp.exp(logp), 0.0)
@@ -45,8 +48,10 @@ def move_probabilities(env: TextTreeGame, policy: TokenPolicy, params: Any,
     return strategy, 1.0 - said[:, 0]
 
 
-def score_text_policy(env: TextTreeGame, policy: TokenPolicy, params: Any, temperature: float = 1.0) -> TextPolicyScore:
-    """The exact exploitability and NashConv of `policy` (see the module's doc)."""
+def score_text_policy(env: TextTreeGame, policy: TokenPolicy, params: Any, temperature: float = 1.0,
+                      per_role: bool = False) -> TextPolicyScore:
+    """The exact exploitability and NashConv of `policy` (see the module's doc and
+    `move_probabilities` for `per_role`)."""
     t = TreeArrays.from_tree(env.game.tree)
-    strategy, invalid = move_probabilities(env, policy, params, temperature)
+    strategy, invalid = move_probabilities(env, policy, params, temperature, per_role)
     return TextPolicyScore(exploitability(t, strategy), nash_conv(t, strategy), strategy, invalid)

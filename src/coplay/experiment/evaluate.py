@@ -8,6 +8,7 @@ import jax
 import numpy as np
 
 from coplay.algos.base import Policy
+from coplay.core.env import Wrapper
 from coplay.wrappers import AutoReset
 
 
@@ -32,6 +33,38 @@ def record_episode(policy: Policy, params: Any, key: jax.Array, max_frames: int 
         if bool(ts.done):
             break
     return frames
+
+
+def record_dialogue(policy: Policy, params: Any, key: jax.Array) -> list[str]:
+    """Play one episode of a text environment with one seed's `params` and return it
+    as lines of text: what each speaker read, what it said, and the rewards; an
+    empty list for environments that are not text environments."""
+    from coplay.envs.text.base import TextEnv
+
+    env = policy.env.unwrapped if isinstance(policy.env, Wrapper) else policy.env
+    if not isinstance(env, TextEnv):
+        return []
+    step, act = jax.jit(env.step), jax.jit(policy.act)
+    k_reset, key = jax.random.split(key)
+    state, ts = jax.jit(env.reset)(k_reset)
+    carry = policy.initial_carry((1,))
+    roles, lines = env.spec.roles, []
+    for _ in range(env.spec.max_steps):
+        key, k_act, k_env = jax.random.split(key, 3)
+        action, carry = act(params, ts.obs[None], ts.action_mask[None], k_act, carry, ts.done[None])
+        speakers = np.flatnonzero(np.asarray(ts.active))
+        for i in speakers:
+            lines.append(f"{roles[i]} reads: {env.vocab.decode(np.asarray(ts.obs[i]))}")
+            lines.append(f"{roles[i]} says:  {env.vocab.decode(np.asarray(action[0, i])) or '(nothing)'}")
+        state, ts = step(state, action[0], k_env)
+        invalid = np.asarray(ts.info.get("invalid_utterance", np.zeros(len(roles), bool)))
+        for i in np.flatnonzero(invalid):
+            lines.append(f"  ({roles[i]}'s utterance names no legal move)")
+        if bool(ts.done):
+            break
+    rewards = ", ".join(f"{r} {float(v):+g}" for r, v in zip(roles, np.asarray(ts.reward).reshape(len(roles), -1)[:, 0]))
+    lines.append(f"end: {rewards}")
+    return lines
 
 
 def save_gif(frames: list[np.ndarray], path, fps: int = 8) -> None:

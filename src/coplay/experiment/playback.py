@@ -14,7 +14,7 @@ from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError
 from coplay.eval.stats import summarize
 from coplay.experiment.config import Experiment
-from coplay.experiment.evaluate import record_episode, save_gif
+from coplay.experiment.evaluate import record_dialogue, record_episode, save_gif
 from coplay.experiment.runner import Plan, init_state, latest_checkpoint, plan
 
 
@@ -48,9 +48,11 @@ def load_run(run_dir: Path | str) -> LoadedRun:
     return LoadedRun(exp, p, state, meta, path)
 
 
-def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int = 12345) -> dict:
+def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int = 12345, dialogues: int = 2) -> dict:
     """Evaluate the run's newest checkpoint: `episodes` per seed. Returns the
-    per-seed mean returns, their IQM and 95% CI, and the GIF path if one was written."""
+    per-seed mean returns, their IQM and 95% CI, the evaluator's other measures
+    (means over seeds and episodes), the GIF path if one was written, and on a text
+    environment `dialogues` sample dialogues of seed 0 (lists of lines)."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ConfigError(f"episodes={episodes!r}: evaluation needs a whole number of at least 1 episode per seed")
     run = load_run(run_dir)
@@ -62,10 +64,13 @@ def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int 
     keys = jax.random.split(jax.random.PRNGKey(seed), exp.run.seeds)
     results = jax.device_get(evaluate(params, keys))
     per_seed = np.asarray(results["return"]).mean(-1)
+    measures = {k: float(np.mean(v)) for k, v in results.items() if k not in ("return", "finished")}
+    seed0 = jax.tree.map(lambda x: x[0], params)
+    talks = [record_dialogue(policy, seed0, k) for k in jax.random.split(jax.random.PRNGKey(seed + 1), dialogues)]
     out = {"checkpoint": str(path), "env_steps": meta.get("env_steps"), "per_seed": per_seed.tolist(),
-           "return": summarize(per_seed), "episodes": episodes, "gif": None}
+           "return": summarize(per_seed), "episodes": episodes, "measures": measures, "gif": None,
+           "dialogues": [t for t in talks if t]}
     if gif:
-        seed0 = jax.tree.map(lambda x: x[0], params)
         frames = record_episode(policy, seed0, jax.random.PRNGKey(seed))
         if frames:
             gif_path = run_dir / "episode.gif"

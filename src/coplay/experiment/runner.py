@@ -84,8 +84,9 @@ def plan(exp: Experiment) -> Plan:
     env = ENVS.make(exp.env, **exp.env_config)
     run = exp.run
     entry = get_algo(exp.algo)
-    per_update = exp.algo_config.steps_per_update
+    per_update = exp.algo_config.update_steps(env.spec)
     if run.total_steps < per_update:
+        env.close()
         raise ConfigError(f"total_steps={run.total_steps} is smaller than one update "
                           f"({per_update} environment steps per seed); raise total_steps")
     updates_per_chunk = max(1, run.chunk_steps // per_update)

@@ -15,8 +15,9 @@ the utterance.
 - `log_prob(params, view, role, utterance)` scores a given utterance in one pass
   (teacher forcing): the sum of its tokens' log-probabilities up to and including
   the first `<end>`, the tokens after it being fixed. The same value `generate`
-  sampled it with, which is what a PPO ratio and the exact evaluation of a text
-  policy (its probability of each move's utterance) need.
+  sampled it with, which is what the exact evaluation of a text policy (its
+  probability of each move's utterance) needs; `token_log_probs` gives the
+  per-token terms a token-level PPO ratio needs.
 
 Shapes below are for one agent; `vmap` over agents, environments and seeds.
 """
@@ -28,7 +29,9 @@ from typing import Any, NamedTuple
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from coplay.core.errors import ConfigError
 from coplay.envs.text.vocab import END, PAD, spoken
 
 
@@ -68,18 +71,31 @@ class TokenTransformer(nn.Module):
 
 
 class Utterance(NamedTuple):
-    tokens: jax.Array     # [T] int32, <pad> after the first <end>
-    log_prob: jax.Array   # [] the utterance's log-probability under the sampling distribution
-    length: jax.Array     # [] int32 tokens up to and including the first <end> (T where none)
+    tokens: jax.Array           # [T] int32, <pad> after the first <end>
+    log_prob: jax.Array         # [] the utterance's log-probability under the sampling distribution
+    length: jax.Array           # [] int32 tokens up to and including the first <end> (T where none)
+    token_log_prob: jax.Array   # [T] each token's log-probability (0 past the end)
+
+
+# The logit of a token outside the policy's alphabet: its probability underflows to 0
+# (a finite number, so that entropies stay 0 * finite instead of 0 * inf).
+BARRED = -1e9
 
 
 class TokenPolicy:
-    """`TokenTransformer` with the view length L and utterance length T it serves."""
+    """`TokenTransformer` with the view length L and utterance length T it serves.
+
+    `alphabet`, `[V]` bool, where given: the tokens the policy may write (the others
+    get probability 0 in sampling and scoring alike), e.g. a text environment's
+    `speech_tokens()`."""
 
     def __init__(self, vocab_size: int, num_roles: int, view_len: int, max_tokens: int, width: int = 64,
-                 layers: int = 2, heads: int = 4):
+                 layers: int = 2, heads: int = 4, alphabet: np.ndarray | None = None):
         self.view_len, self.max_tokens = view_len, max_tokens
         self.net = TokenTransformer(vocab_size, num_roles, view_len + max_tokens, width, layers, heads)
+        if alphabet is not None and np.shape(alphabet) != (vocab_size,):
+            raise ConfigError(f"alphabet has shape {np.shape(alphabet)}, expected ({vocab_size},): one flag per token")
+        self.alphabet = None if alphabet is None else np.asarray(alphabet, bool)
 
     def init(self, key: jax.Array) -> Any:
         return self.net.init(key, jnp.zeros(self.view_len + self.max_tokens, jnp.int32), jnp.int32(0))
@@ -88,17 +104,25 @@ class TokenPolicy:
         """`[T, V]`: the logits of each utterance token given the view and the tokens before it."""
         seq = jnp.concatenate([jnp.asarray(view, jnp.int32), jnp.asarray(utterance, jnp.int32)])
         logits: jax.Array = self.net.apply(params, seq, jnp.asarray(role, jnp.int32))  # type: ignore[assignment]  # one output
-        return logits[self.view_len - 1:-1]
+        logits = logits[self.view_len - 1:-1]
+        return logits if self.alphabet is None else jnp.where(jnp.asarray(self.alphabet), logits, BARRED)
+
+    def token_log_probs(self, params: Any, view: jax.Array, role: jax.Array, utterance: jax.Array,
+                        temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
+        """`(log-probability [T], entropy [T])` of each token of `utterance [T]` given
+        `view [L]` and the tokens before it; both are zero past the utterance's end."""
+        logp = jax.nn.log_softmax(self._logits(params, view, role, utterance) / temperature)
+        said = spoken(utterance)
+        token_logp = jnp.take_along_axis(logp, utterance[:, None], axis=-1)[:, 0]
+        entropy = -(jnp.exp(logp) * logp).sum(-1)
+        return jnp.where(said, token_logp, 0.0), jnp.where(said, entropy, 0.0)
 
     def log_prob(self, params: Any, view: jax.Array, role: jax.Array, utterance: jax.Array,
                  temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
         """`(log-probability [], per-token entropy [T])` of `utterance [T]` given `view [L]`;
         the entropy is zero past the utterance's end."""
-        logp = jax.nn.log_softmax(self._logits(params, view, role, utterance) / temperature)
-        said = spoken(utterance)
-        token_logp = jnp.take_along_axis(logp, utterance[:, None], axis=-1)[:, 0]
-        entropy = -(jnp.exp(logp) * logp).sum(-1)
-        return jnp.where(said, token_logp, 0.0).sum(), jnp.where(said, entropy, 0.0)
+        token_logp, entropy = self.token_log_probs(params, view, role, utterance, temperature)
+        return token_logp.sum(), entropy
 
     def generate(self, params: Any, view: jax.Array, role: jax.Array, key: jax.Array,
                  temperature: float = 1.0) -> Utterance:
@@ -106,13 +130,13 @@ class TokenPolicy:
         t_max = self.max_tokens
 
         def one(carry, t):
-            tokens, done, logp = carry
+            tokens, done = carry
             logits = self._logits(params, view, role, tokens)[t] / temperature
             token = jax.random.categorical(jax.random.fold_in(key, t), logits).astype(jnp.int32)
             token = jnp.where(done, PAD, token)
-            logp = logp + jnp.where(done, 0.0, jax.nn.log_softmax(logits)[token])
-            return (tokens.at[t].set(token), done | (token == END), logp), None
+            logp = jnp.where(done, 0.0, jax.nn.log_softmax(logits)[token])
+            return (tokens.at[t].set(token), done | (token == END)), logp
 
-        start = (jnp.full(t_max, PAD, jnp.int32), jnp.bool_(False), jnp.float32(0.0))
-        (tokens, _, logp), _ = jax.lax.scan(one, start, jnp.arange(t_max))
-        return Utterance(tokens, logp, spoken(tokens).sum().astype(jnp.int32))
+        start = (jnp.full(t_max, PAD, jnp.int32), jnp.bool_(False))
+        (tokens, _), logp = jax.lax.scan(one, start, jnp.arange(t_max))
+        return Utterance(tokens, logp.sum(), spoken(tokens).sum().astype(jnp.int32), logp)

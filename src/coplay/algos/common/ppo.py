@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -75,14 +75,29 @@ def health(config: PPOConfig, spec: EnvSpec) -> Health:
     return Health(ranges=ranges, steady=("loss/value",))
 
 
-def learning_rate(config: PPOConfig, num_updates: int) -> float | optax.Schedule:
+class OptimiserConfig(Protocol):
+    """The fields the optimiser reads: PPOConfig's, and any family's with the same names."""
+
+    @property
+    def lr(self) -> float: ...
+    @property
+    def anneal_lr(self) -> bool: ...
+    @property
+    def epochs(self) -> int: ...
+    @property
+    def minibatches(self) -> int: ...
+    @property
+    def max_grad_norm(self) -> float: ...
+
+
+def learning_rate(config: OptimiserConfig, num_updates: int) -> float | optax.Schedule:
     """The configured rate, or a linear decay to 0 over every minibatch step of the run."""
     if not config.anneal_lr:
         return config.lr
     return optax.linear_schedule(config.lr, 0.0, max(num_updates * config.epochs * config.minibatches, 1))
 
 
-def adam(config: PPOConfig, num_updates: int) -> optax.GradientTransformation:
+def adam(config: OptimiserConfig, num_updates: int) -> optax.GradientTransformation:
     """Adam (eps 1e-5, as in the reference PPO implementations) after a global-norm clip."""
     return optax.chain(optax.clip_by_global_norm(config.max_grad_norm),
                        optax.adam(learning_rate(config, num_updates), eps=1e-5))
@@ -99,12 +114,19 @@ def normalize(x: jax.Array, weight: jax.Array) -> jax.Array:
     return (x - mean) / (jnp.sqrt(var) + 1e-8)
 
 
+def clip_terms(logp: jax.Array, old_logp: jax.Array, adv: jax.Array,
+               clip: float) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Elementwise PPO-clip: `(loss to minimise, ratio, log ratio)`, for losses that
+    aggregate the terms their own way (per token, per sequence)."""
+    log_ratio = logp - old_logp
+    ratio = jnp.exp(log_ratio)
+    return -jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - clip, 1.0 + clip) * adv), ratio, log_ratio
+
+
 def clipped_surrogate(logp: jax.Array, old_logp: jax.Array, adv: jax.Array, clip: float,
                       weight: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
     """PPO-clip policy loss (to minimise) and diagnostics."""
-    log_ratio = logp - old_logp
-    ratio = jnp.exp(log_ratio)
-    loss = -jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - clip, 1.0 + clip) * adv)
+    loss, ratio, log_ratio = clip_terms(logp, old_logp, adv, clip)
     stats = {
         "approx_kl": masked_mean((ratio - 1.0) - log_ratio, weight),
         "clip_frac": masked_mean((jnp.abs(ratio - 1.0) > clip).astype(jnp.float32), weight),

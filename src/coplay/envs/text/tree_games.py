@@ -29,11 +29,11 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from coplay.core.env import Env
 from coplay.core.errors import ConfigError, unknown_name
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
+from coplay.envs.text.base import TextEnv
 from coplay.envs.text.vocab import PAD, VOCAB, Vocabulary, spoken
 from coplay.envs.trees import tree_names
 from coplay.envs.trees.env import TERMINAL, TreeGameEnv, TreeState
@@ -56,8 +56,10 @@ def parse(utterance: jax.Array, moves: jax.Array) -> jax.Array:
     return jnp.where(match.any(), jnp.argmax(match), -1)
 
 
-class TextTreeGame(Env):
+class TextTreeGame(TextEnv):
     """`tree:<name>` with observations and actions in words (see the module's doc)."""
+
+    views_are_states = True    # a view is its reader's information state
 
     def __init__(self, name: str = "kuhn_poker", max_tokens: int = 3, invalid: str = "forfeit",
                  vocab: Vocabulary = VOCAB):
@@ -116,6 +118,9 @@ class TextTreeGame(Env):
         game, ts = self.game.step(state.game, jnp.full(2, move, jnp.int32), k_step)
         new = TextTreeState(game)
         return new, self._timestep(new, ts, jax.nn.one_hot(mover, 2, dtype=bool) & invalid)
+
+    def speech_words(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(w for a in self.game.rules.action_names for w in a.split()))
 
     def infoset_views(self) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Every information set of the game's tree as its owner reads it:

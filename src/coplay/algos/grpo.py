@@ -1,0 +1,436 @@
+"""Group-relative policy optimisation for agents that speak (`algo=grpo`).
+
+A token-level policy (`coplay.nets.token_policy`) reads each agent's view of a
+text environment and writes its utterance; one update plays `num_envs`
+episodes to their end, in groups of `group_size` that start from the same
+state (the same deal, the same problem: one reset key per group) and differ
+only in their sampling keys, scores every turn with a group-relative
+estimator (`algo.estimator`, any of `coplay.algos.common.group_advantages`),
+and takes PPO-clipped steps on the utterances' tokens.
+
+Seats and roles. By default (`opponent=self`) the learner plays every seat of
+every game and learns from every seat, as one model that plays both sides of
+a game in SPIRAL's self-play. With `opponent=latest|uniform|pfsp` the learner
+takes one seat per group (drawn per group) and snapshots of itself from the
+opponent pool (`algos.common.opponent_pool`) take the others; only the
+learner's turns are trained. The model is conditioned on the agent's index
+(its role); `share_params=false` gives every agent index a model of its own.
+
+The loss, for an utterance y with tokens y_1..y_n, sequence advantage A and
+per-token ratio r_t = pi(y_t | view, y_<t) / pi_old(y_t | view, y_<t):
+
+    l_t = -min(r_t A, clip(r_t, 1 - eps, 1 + eps) A)
+          - ent_coef H_t + kl_coef (exp(q_t) - q_t - 1),   q_t = log pi_ref(y_t) - log pi(y_t)
+
+averaged over tokens as `token_norm` says (verl's `loss_agg_mode`):
+
+    sequence   mean over each utterance's tokens, then over utterances (GRPO: seq-mean-token-mean)
+    token      mean over every token of the minibatch (DAPO: token-mean)
+    constant   sum over each utterance's tokens / max_tokens, mean over utterances
+               (Dr. GRPO: seq-mean-token-sum-norm, no length bias)
+
+The reference policy of the KL term is the initial one (kept only when
+`kl_coef > 0`). Padding, finished episodes' steps, the opponents' turns and the
+tokens after an utterance's `<end>` carry no weight anywhere.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from coplay.algos.base import Capabilities, Evaluator, Health, Policy, RolloutConfig, Trainer
+from coplay.algos.common import opponent_pool, ppo
+from coplay.algos.common.evaluation import make_evaluator
+from coplay.algos.common.group_advantages import ESTIMATORS, Episodes, estimator
+from coplay.algos.common.matches import outcomes
+from coplay.algos.common.rollout import play_until_done
+from coplay.core.config import param
+from coplay.core.env import Env
+from coplay.core.errors import ConfigError
+from coplay.core.types import EnvSpec
+from coplay.envs.text.base import TextEnv
+from coplay.envs.text.vocab import PAD, spoken
+from coplay.nets.token_policy import TokenPolicy, Utterance
+from coplay.wrappers import EpisodeStats
+
+OPPONENTS = ("self", "latest", "uniform", "pfsp")
+TOKEN_NORMS = ("sequence", "token", "constant")
+ALPHABETS = ("speech", "all")
+
+
+@dataclass(frozen=True)
+class Config(RolloutConfig):
+    num_envs: int = param(64, "episodes per update: num_envs / group_size groups of group_size episodes", min=1)
+    rollout_len: int = param(0, "the most steps an episode may take (one still running then is cut and scored "
+                                "by the rewards it has had); 0: the environment's max_steps", min=0)
+    group_size: int = param(8, "episodes per group: a group's episodes start from the same state (the same deal, "
+                               "the same problem) with different sampling keys", min=1)
+    estimator: str = param("grpo", "the advantage estimator (coplay.algos.common.group_advantages)",
+                           choices=tuple(ESTIMATORS))
+    lr: float = param(1e-3, "Adam learning rate", min=0.0, min_exclusive=True)
+    anneal_lr: bool = param(False, "decay the learning rate linearly to 0 over the run")
+    epochs: int = param(2, "passes over each batch", min=1)
+    minibatches: int = param(1, "minibatches per epoch", min=1)
+    clip_eps: float = param(0.2, "PPO ratio clip, per token", min=0.0, min_exclusive=True)
+    max_grad_norm: float = param(1.0, "global gradient-norm clip", min=0.0, min_exclusive=True)
+    token_norm: str = param("sequence", "how token terms are averaged: sequence (per utterance, then over "
+                                        "utterances: GRPO), token (over all tokens: DAPO), constant (token sum / "
+                                        "max_tokens: Dr. GRPO)", choices=TOKEN_NORMS)
+    kl_coef: float = param(0.0, "weight of the per-token KL to the initial policy (k3 estimator); 0: none",
+                           min=0.0)
+    ent_coef: float = param(0.0, "per-token entropy bonus weight", min=0.0)
+    entropy_reward: float = param(0.0, "tau: each utterance y adds -tau log pi(y) to its speaker's reward "
+                                       "(maximum-entropy RL over utterances)", min=0.0)
+    temperature: float = param(1.0, "sampling temperature, in training and evaluation", min=0.0,
+                               min_exclusive=True)
+    alphabet: str = param("speech", "tokens the policy may write: speech (the environment's own words and <end>; "
+                                    "which of them, in what order and where to stop is still learned) or all "
+                                    "(the whole vocabulary)", choices=ALPHABETS)
+    share_params: bool = param(True, "one model for every seat and role (else one per agent index)")
+    opponent: str = param("self", "who plays the other seats: self (the learner, every seat learns) or a "
+                                  "snapshot from the pool drawn latest, uniform or by pfsp (the learner takes "
+                                  "one seat per group)", choices=OPPONENTS)
+    pool_size: int = param(8, "snapshots kept in the opponent pool (the oldest leaves first)", min=1)
+    snapshot_every: int = param(10, "updates between snapshots of the learner joining the pool", min=1)
+    pfsp_power: float = param(2.0, "PFSP weight (1 - score rate) ** power", min=0.0)
+    pfsp_decay: float = param(0.99, "per-update decay of the results PFSP weighs by", min=0.0, max=1.0)
+    gamma: float = param(1.0, "discount of the turn-level estimators (mars, at_grpo, gigpo)", min=0.0, max=1.0)
+    rae_alpha: float = param(0.95, "rae: decay of the baseline's moving average per game and role",
+                             min=0.0, max=1.0)
+    gigpo_omega: float = param(1.0, "gigpo: weight of the step-level (anchor-state) advantage", min=0.0)
+    width: int = param(64, "transformer width", min=1)
+    layers: int = param(2, "transformer blocks", min=1)
+    heads: int = param(4, "attention heads (must divide width)", min=1)
+
+    def horizon(self, spec: EnvSpec) -> int:
+        """The most steps one episode of an update may take."""
+        return self.rollout_len or spec.max_steps
+
+    def update_steps(self, spec: EnvSpec) -> int:
+        """Steps reserved per update: `horizon` steps for each of the `num_envs` episodes
+        (episodes that end sooner stop early; the budget counts their full reservation)."""
+        return self.num_envs * self.horizon(spec)
+
+
+@struct.dataclass
+class TrainState:
+    params: Any          # one model, or each leaf [N, ...] (one per agent index) with share_params=false
+    opt_state: Any
+    reference: Any       # the initial params where kl_coef > 0, else {}
+    pool: Any            # opponent_pool.Pool with a pool opponent, else {}
+    baseline: jax.Array  # [1, N] rae's moving average per role (unused by the other estimators)
+    key: jax.Array
+    updates: jax.Array
+
+
+def view_keys(views: jax.Array) -> jax.Array:
+    """`[..., L]` token ids -> `[...]` int32 keys, equal for equal views (a polynomial
+    hash modulo 2^32: distinct views of one batch collide with negligible chance)."""
+    powers = jnp.asarray(np.cumprod(np.full(views.shape[-1], 1_000_003, np.uint64)) % (1 << 32), jnp.uint32)
+    key = jnp.sum(views.astype(jnp.uint32) * powers, axis=-1, dtype=jnp.uint32)
+    return jax.lax.bitcast_convert_type(key, jnp.int32)
+
+
+def _row(x: jax.Array, agents: jax.Array) -> jax.Array:
+    """x [E, N, ...], agents [E, K] -> [E, K, ...]."""
+    idx = agents.reshape(*agents.shape, *([1] * (x.ndim - 2)))
+    return jnp.take_along_axis(x, idx, axis=1)
+
+
+class GRPO(Trainer[Config]):
+    """GRPO with a token-level policy for one seed (see the module's doc)."""
+
+    name = "grpo"
+    config_class = Config
+    capabilities = Capabilities(discrete_actions=False, utterances=True, turn_based=True)
+    return_convention = ("episode return averaged over agents, the policy in every seat (0 by construction in a "
+                         "zero-sum game against itself; on kuhn_poker and leduc_holdem see eval/exploitability)")
+
+    def __init__(self, config: Config, env: Env, num_updates: int):
+        super().__init__(config, env, num_updates)
+        c, spec = config, env.spec
+        n = spec.num_agents
+        if c.num_envs % c.group_size:
+            raise ConfigError(f"algo.group_size={c.group_size} must divide algo.num_envs={c.num_envs} (the episodes "
+                              f"of one update), e.g. num_envs={c.group_size * max(1, c.num_envs // c.group_size)}")
+        if c.width % c.heads:
+            raise ConfigError(f"algo.heads={c.heads} must divide algo.width={c.width}")
+        self.estimate = estimator(c.estimator)
+        if self.estimate.needs_state and not env.views_are_states:
+            raise ConfigError(f"algo.estimator={c.estimator} groups turns by the state they were taken in, and "
+                              f"{spec.name!r} gives no state keys (its views are not its states: "
+                              f"Env.views_are_states is False); estimators that need none: "
+                              f"{', '.join(k for k, e in ESTIMATORS.items() if not e.needs_state)}")
+        if c.opponent != "self" and n < 2:
+            raise ConfigError(f"algo.opponent={c.opponent} needs another seat, and {spec.name!r} has one agent; "
+                              f"use algo.opponent=self")
+        if not isinstance(env, TextEnv):
+            raise ConfigError(f"grpo trains a token-level policy on text environments (coplay.envs.text.TextEnv), "
+                              f"and {spec.name!r} is a {type(env).__name__}")
+        self.horizon = c.horizon(spec)
+        self.turn_based = spec.turn_based and n > 1
+        self.slots = 1 if self.turn_based else n        # utterances written per step
+        samples = self.horizon * c.num_envs * self.slots
+        if samples % c.minibatches:
+            raise ConfigError(f"algo.minibatches={c.minibatches} must divide the turns of one update "
+                              f"({self.horizon} steps x {c.num_envs} episodes x {self.slots} = {samples})")
+        self.env = env
+        self.num_agents = n
+        self.view_len = int(spec.obs_space.shape[-1])
+        self.max_tokens = int(spec.action_space.shape[-1])
+        vocab = int(max(spec.action_space.nvec))   # type: ignore[attr-defined]  # MultiDiscrete (capabilities)
+        self.model = TokenPolicy(vocab, n, self.view_len, self.max_tokens, c.width, c.layers, c.heads,
+                                 alphabet=env.speech_tokens() if c.alphabet == "speech" else None)
+        self.optimizer = ppo.adam(c, num_updates)
+        names = {k: v for k, v in (("gamma", c.gamma), ("omega", c.gigpo_omega), ("alpha", c.rae_alpha))}
+        accepted = inspect.signature(self.estimate.fn).parameters
+        self.estimator_options = {k: v for k, v in names.items() if k in accepted}
+
+    @property
+    def num_envs(self) -> int:
+        return int(self.config.num_envs)
+
+    # ----- the model ----------------------------------------------------------------------------
+    def _params_of(self, params: Any, agent: jax.Array) -> Any:
+        """The model agent `agent` speaks with."""
+        return params if self.config.share_params else jax.tree.map(lambda p: p[agent], params)
+
+    def _generate(self, params: Any, views: jax.Array, agents: jax.Array, key: jax.Array) -> Utterance:
+        """views [B, K, L], agents [B, K] -> utterances [B, K, ...]."""
+        b, k = agents.shape
+        keys = jax.random.split(key, b * k).reshape(b, k, -1)
+        temperature = self.config.temperature
+
+        def one(v, a, kk):
+            return self.model.generate(self._params_of(params, a), v, a, kk, temperature)
+
+        return jax.vmap(jax.vmap(one))(views, agents, keys)
+
+    def _token_log_probs(self, params: Any, views: jax.Array, agents: jax.Array, tokens: jax.Array):
+        """[B] samples -> (log-probabilities [B, T], entropies [B, T])."""
+        temperature = self.config.temperature
+        return jax.vmap(lambda v, a, u: self.model.token_log_probs(self._params_of(params, a), v, a, u,
+                                                                   temperature))(views, agents, tokens)
+
+    def _fresh_params(self, key: jax.Array) -> Any:
+        if self.config.share_params:
+            return self.model.init(key)
+        return jax.vmap(self.model.init)(jax.random.split(key, self.num_agents))
+
+    # ----- the contract ---------------------------------------------------------------------------
+    def init(self, key: jax.Array) -> TrainState:
+        k_params, k_state = jax.random.split(key)
+        params = self._fresh_params(k_params)
+        c = self.config
+        pool: Any = opponent_pool.create(params, c.pool_size) if c.opponent != "self" else {}
+        return TrainState(params=params, opt_state=self.optimizer.init(params),
+                          reference=params if c.kl_coef > 0 else {}, pool=pool,
+                          baseline=jnp.zeros((1, self.num_agents), jnp.float32), key=k_state,
+                          updates=jnp.zeros((), jnp.int32))
+
+    def policy(self) -> Policy:
+        n = self.num_agents
+
+        def act(params, obs, mask, key, carry, reset):
+            b = obs.shape[0]
+            out = self._generate(params, obs, jnp.broadcast_to(jnp.arange(n), (b, n)), key)
+            return out.tokens, carry
+
+        return Policy(act=act, initial_carry=lambda batch: jnp.zeros((*batch, n, 0)), env=EpisodeStats(self.env))
+
+    def policy_params(self, state: TrainState) -> Any:
+        return state.params
+
+    def health(self) -> Health:
+        c = self.config
+        return Health(ranges={"loss/approx_kl": (-1e-3, ppo.KL_BEYOND_CLIP * c.clip_eps,
+                                                 f"far beyond the clip range algo.clip_eps={c.clip_eps}")})
+
+    def evaluator(self, episodes: int) -> Evaluator:
+        """Self-play episodes (the policy in every seat), with the rate of invalid
+        utterances; on a game with an exact tree (text:kuhn_poker, text:leduc_holdem)
+        also the text policy's exploitability and NashConv (the same value in every
+        episode's entry)."""
+        play = make_evaluator(self.policy(), episodes)
+        from coplay.envs.text.tree_games import TextTreeGame
+
+        if not isinstance(self.env, TextTreeGame):
+            return play
+        from coplay.eval.text_policies import score_text_policy
+
+        env, share, temperature = self.env, self.config.share_params, self.config.temperature
+
+        def evaluate(params, key):
+            out = play(params, key)
+            score = score_text_policy(env, self.model, params, temperature, per_role=not share)
+            full = lambda v: jnp.full((episodes,), v, jnp.float32)  # noqa: E731
+            out.update({"exploitability": full(score.exploitability), "nash_conv": full(score.nash_conv),
+                        "invalid_mass": full(score.invalid.mean())})
+            return out
+
+        return evaluate
+
+    # ----- one update -------------------------------------------------------------------------------
+    def _play(self, state: TrainState, key: jax.Array):
+        """Play `num_envs` episodes in groups; returns per-step buffers [H, E, ...],
+        the learner's seat [E] (-1: every seat) and each episode's opponent slot [E]."""
+        c, n, h, k_slots = self.config, self.num_agents, self.horizon, self.slots
+        e, groups = c.num_envs, c.num_envs // c.group_size
+        k_reset, k_seat, k_opp, k_run = jax.random.split(key, 4)
+        starts = jnp.repeat(jax.random.split(k_reset, groups), c.group_size, axis=0)
+        env_state, ts = jax.vmap(self.env.reset)(starts)
+        if c.opponent == "self":
+            seat = jnp.full((e,), -1, jnp.int32)
+            opponent = jnp.zeros((e,), jnp.int32)
+        else:
+            seat = jnp.repeat(jax.random.randint(k_seat, (groups,), 0, n, jnp.int32), c.group_size)
+            drawn = opponent_pool.sample(state.pool, k_opp, groups, c.opponent, c.pfsp_power)
+            opponent = jnp.repeat(drawn, c.group_size)
+        t_max = self.max_tokens
+        buffers = {
+            "view": jnp.zeros((h, e, k_slots, self.view_len), jnp.int32),
+            "agent": jnp.zeros((h, e, k_slots), jnp.int32),
+            "tokens": jnp.full((h, e, k_slots, t_max), PAD, jnp.int32),
+            "logp": jnp.zeros((h, e, k_slots, t_max), jnp.float32),
+            "learner": jnp.zeros((h, e, k_slots), bool),
+            "reward": jnp.zeros((h, e, n), jnp.float32),       # what the estimator reads
+            "game_reward": jnp.zeros((h, e, n), jnp.float32),  # the environment's part of it
+            "acted": jnp.zeros((h, e, n), bool),
+            "invalid": jnp.zeros((h, e, n), bool),
+            "state": jnp.zeros((h, e, n), jnp.int32),
+        }
+
+        def body(t, carry):
+            env_state, ts, alive, buf = carry
+            k_me, k_them, k_env = jax.random.split(jax.random.fold_in(k_run, t), 3)
+            if self.turn_based:
+                agents = jnp.argmax(ts.active, axis=-1).astype(jnp.int32)[:, None]
+            else:
+                agents = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32), (e, n))
+            views = _row(ts.obs, agents)
+            said = self._generate(state.params, views, agents, k_me)
+            spoke = _row(ts.active, agents) & alive[:, None]
+            if c.opponent == "self":
+                learner = spoke
+            else:
+                def against(p, v, a, kk):   # one game's opponent, with its own parameters
+                    return jax.tree.map(lambda x: x[0], self._generate(p, v[None], a[None], kk))
+
+                theirs = jax.vmap(against)(opponent_pool.gather(state.pool, opponent), views, agents,
+                                           jax.random.split(k_them, e))
+                mine = agents == seat[:, None]
+                said = jax.tree.map(lambda a, b: jnp.where(mine.reshape(*mine.shape, *([1] * (a.ndim - 2))), a, b),
+                                    said, theirs)
+                learner = spoke & mine
+            action = jnp.full((e, n, t_max), PAD, jnp.int32).at[jnp.arange(e)[:, None], agents].set(said.tokens)
+            env_state, nxt = jax.vmap(self.env.step)(env_state, action, jax.random.split(k_env, e))
+            acted = jnp.zeros((e, n), bool).at[jnp.arange(e)[:, None], agents].set(learner)
+            invalid = nxt.info.get("invalid_utterance", jnp.zeros((e, n), bool))
+            surprise = jnp.zeros((e, n)).at[jnp.arange(e)[:, None], agents].set(
+                jnp.where(learner, -said.log_prob, 0.0))
+            reward = jnp.where(alive[:, None], nxt.reward, 0.0) + c.entropy_reward * surprise
+            step = {"view": views, "agent": agents, "tokens": said.tokens, "logp": said.token_log_prob,
+                    "learner": learner, "reward": reward, "game_reward": jnp.where(alive[:, None], nxt.reward, 0.0),
+                    "acted": acted,
+                    "invalid": invalid & alive[:, None], "state": view_keys(ts.obs)}
+            buf = {k: buf[k].at[t].set(v.astype(buf[k].dtype)) for k, v in step.items()}
+            return env_state, nxt, alive & ~nxt.done, buf
+
+        start = (env_state, ts, jnp.ones((e,), bool), buffers)
+        _, _, alive, buf = play_until_done(self.env, h, body, start, lambda carry: ~carry[2])
+        return buf, alive, seat, opponent
+
+    def _advantages(self, buf: dict, state: TrainState) -> tuple[jax.Array, jax.Array]:
+        """Per-turn advantages [H, E, N] from the update's episodes, and the new baseline."""
+        c = self.config
+        e = c.num_envs
+        ep = Episodes(reward=jnp.swapaxes(buf["reward"], 0, 1), acted=jnp.swapaxes(buf["acted"], 0, 1),
+                      group=jnp.arange(e, dtype=jnp.int32) // c.group_size,
+                      state=jnp.swapaxes(buf["state"], 0, 1) if self.estimate.needs_state else None)
+        if self.estimate.stateful:
+            adv, baseline = self.estimate.fn(ep, state.baseline, **self.estimator_options)
+        else:
+            adv, baseline = self.estimate.fn(ep, **self.estimator_options), state.baseline
+        return jnp.swapaxes(adv, 0, 1), baseline
+
+    def _aggregate(self, x: jax.Array, tokens: jax.Array, weight: jax.Array) -> jax.Array:
+        """Token terms x [B, T] averaged as `token_norm` says over the weighted utterances."""
+        tok = tokens.astype(x.dtype)
+        per_seq = jnp.sum(x * tok, axis=-1)
+        utterances = jnp.maximum(jnp.sum(weight), 1.0)
+        norm = self.config.token_norm
+        if norm == "sequence":
+            return jnp.sum(per_seq / jnp.maximum(jnp.sum(tok, axis=-1), 1.0)) / utterances
+        if norm == "token":
+            return jnp.sum(per_seq) / jnp.maximum(jnp.sum(tok), 1.0)
+        return jnp.sum(per_seq) / (utterances * self.max_tokens)
+
+    def _loss(self, params: Any, mb: dict) -> tuple[jax.Array, dict[str, jax.Array]]:
+        c = self.config
+        logp, entropy = self._token_log_probs(params, mb["view"], mb["agent"], mb["tokens"])
+        weight = mb["learner"].astype(jnp.float32)
+        tokens = spoken(mb["tokens"]) & mb["learner"][:, None]
+        pg, ratio, log_ratio = ppo.clip_terms(logp, mb["logp"], mb["adv"][:, None], c.clip_eps)
+        mean = lambda x: self._aggregate(x, tokens, weight)  # noqa: E731
+        token_mean = lambda x: jnp.sum(x * tokens) / jnp.maximum(jnp.sum(tokens), 1.0)  # noqa: E731
+        loss = mean(pg) - c.ent_coef * mean(entropy)
+        stats = {"loss/policy": mean(pg), "loss/entropy": token_mean(entropy),
+                 "loss/approx_kl": token_mean((ratio - 1.0) - log_ratio),
+                 "loss/clip_frac": token_mean((jnp.abs(ratio - 1.0) > c.clip_eps).astype(jnp.float32))}
+        if c.kl_coef > 0:
+            q = mb["ref_logp"] - logp
+            kl = jnp.exp(q) - q - 1.0
+            loss = loss + c.kl_coef * mean(kl)
+            stats["loss/kl_ref"] = token_mean(kl)
+        return loss, stats
+
+    def update(self, state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
+        c = self.config
+        key, k_play, k_epochs = jax.random.split(state.key, 3)
+        buf, alive, seat, opponent = self._play(state, k_play)
+        adv, baseline = self._advantages(buf, state)
+        batch = {"view": buf["view"], "agent": buf["agent"], "tokens": buf["tokens"], "logp": buf["logp"],
+                 "learner": buf["learner"], "adv": jnp.take_along_axis(adv, buf["agent"], axis=2)}
+        batch = jax.tree.map(lambda v: v.reshape(-1, *v.shape[3:]), batch)
+        batch["adv"] = jnp.where(batch["learner"], batch["adv"], 0.0)
+        if c.kl_coef > 0:
+            batch["ref_logp"] = self._token_log_probs(state.reference, batch["view"], batch["agent"],
+                                                      batch["tokens"])[0]
+        params, opt_state, stats = ppo.train_epochs(k_epochs, self._loss, self.optimizer, state.params,
+                                                    state.opt_state, batch, c.epochs, ppo.shuffled(c.minibatches))
+
+        returns = buf["game_reward"].sum(0)                                  # [E, N]
+        pool = state.pool
+        updates = state.updates + 1
+        if c.opponent != "self":
+            result = outcomes(returns, seat)
+            pool = opponent_pool.record(pool, opponent, result["points"], ~alive, c.pfsp_decay)
+            pool = opponent_pool.add(pool, params, updates, updates % c.snapshot_every == 0)
+            stats.update({"return": result["return"].mean(), "win": result["win"].mean(),
+                          "draw": result["draw"].mean(), "loss": result["loss"].mean()})
+        stats.update(self._metrics(buf, batch, returns, alive))
+        new = TrainState(params=params, opt_state=opt_state, reference=state.reference, pool=pool,
+                         baseline=baseline, key=key, updates=updates)
+        return new, stats
+
+    def _metrics(self, buf: dict, batch: dict, returns: jax.Array, alive: jax.Array) -> dict[str, jax.Array]:
+        turns = jnp.maximum(jnp.sum(buf["acted"]), 1)
+        learner = batch["learner"]
+        said = jnp.sum(spoken(batch["tokens"]) & learner[:, None], axis=-1)
+        metrics = {f"return/{i}": returns[:, i].mean() for i in range(self.num_agents)}
+        metrics.update({
+            "invalid": jnp.sum(buf["invalid"] & buf["acted"]) / turns,
+            "utterance_length": jnp.sum(said) / turns,
+            "turns_per_episode": jnp.sum(buf["acted"]) / self.config.num_envs,
+            "finished": jnp.mean(~alive),
+            "zero_advantage": jnp.sum(learner & (batch["adv"] == 0)) / turns,
+        })
+        return metrics
+
