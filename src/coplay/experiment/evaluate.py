@@ -62,7 +62,8 @@ def record_dialogue(policy: Policy, params: Any, key: jax.Array) -> list[str]:
             lines.append(f"  ({roles[i]}'s utterance names no legal move)")
         if bool(ts.done):
             break
-    rewards = ", ".join(f"{r} {float(v):+g}" for r, v in zip(roles, np.asarray(ts.reward).reshape(len(roles), -1)[:, 0]))
+    final = np.asarray(ts.reward).reshape(len(roles), -1)[:, 0]
+    rewards = ", ".join(f"{r} {float(v):+g}" for r, v in zip(roles, final))
     lines.append(f"end: {rewards}")
     return lines
 

@@ -34,7 +34,7 @@ from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.text.base import TextEnv
-from coplay.envs.text.vocab import PAD, VOCAB, Vocabulary, spoken
+from coplay.envs.text.vocab import PAD, VOCAB, spoken
 from coplay.envs.trees import tree_names
 from coplay.envs.trees.env import TERMINAL, TreeGameEnv, TreeState
 from coplay.envs.trees.tree import CHANCE
@@ -61,10 +61,10 @@ class TextTreeGame(TextEnv):
 
     views_are_states = True    # a view is its reader's information state
 
-    def __init__(self, name: str = "kuhn_poker", max_tokens: int = 3, invalid: str = "forfeit",
-                 vocab: Vocabulary = VOCAB):
+    def __init__(self, name: str = "kuhn_poker", max_tokens: int = 3, invalid: str = "forfeit"):
         if invalid not in INVALID_OUTCOMES:
             raise unknown_name("invalid-utterance outcome", invalid, INVALID_OUTCOMES)
+        vocab = VOCAB
         game = TreeGameEnv(name)
         rules, nodes = game.rules, game._nodes
         first = next(h for n, h in enumerate(nodes.histories) if nodes.player[n] != CHANCE)
