@@ -68,3 +68,21 @@ def test_the_role_changes_what_it_says_and_training_teaches_an_utterance():
     assert float(jnp.exp(-loss)) > 0.9
     out = jax.jit(POLICY.generate)(params, VIEW, jnp.int32(0), jax.random.PRNGKey(5))
     assert out.tokens.tolist() == [4, END, PAD]
+
+
+def test_per_token_log_probabilities_add_up_and_an_alphabet_bars_every_other_token():
+    allowed = np.zeros(V, bool)
+    allowed[[END, 4]] = True
+    for policy in (POLICY, TokenPolicy(V, 2, L, T, width=32, layers=2, heads=2, alphabet=allowed)):
+        params = policy.init(jax.random.PRNGKey(0))
+        keys = jax.random.split(jax.random.PRNGKey(3), 32)
+        out = jax.vmap(policy.generate, in_axes=(None, None, None, 0))(params, VIEW, jnp.int32(0), keys)
+        per_token, _ = jax.vmap(policy.token_log_probs, in_axes=(None, None, None, 0))(params, VIEW, jnp.int32(0),
+                                                                                        out.tokens)
+        np.testing.assert_allclose(np.asarray(out.token_log_prob), np.asarray(per_token), atol=1e-5)
+        np.testing.assert_allclose(np.asarray(out.token_log_prob.sum(-1)), np.asarray(out.log_prob), atol=1e-5)
+    said = np.asarray(out.tokens)[np.asarray(jax.vmap(spoken)(out.tokens))]
+    assert set(said.tolist()) <= {END, 4} and 4 in said.tolist()
+    every = jnp.asarray(_utterances())
+    logp, _ = jax.vmap(policy.log_prob, in_axes=(None, None, None, 0))(params, VIEW, jnp.int32(0), every)
+    assert abs(float(jnp.exp(logp).sum()) - 1.0) < 1e-4          # still a distribution over utterances

@@ -37,8 +37,8 @@ def record_episode(policy: Policy, params: Any, key: jax.Array, max_frames: int 
 
 def record_dialogue(policy: Policy, params: Any, key: jax.Array) -> list[str]:
     """Play one episode of a text environment with one seed's `params` and return it
-    as lines of text: what each speaker read, what it said, and the rewards; an
-    empty list for environments that are not text environments."""
+    as lines of text: what each speaker read, what it said, and each agent's episode
+    return; an empty list for environments that are not text environments."""
     from coplay.envs.text.base import TextEnv
 
     env = policy.env.unwrapped if isinstance(policy.env, Wrapper) else policy.env
@@ -49,6 +49,7 @@ def record_dialogue(policy: Policy, params: Any, key: jax.Array) -> list[str]:
     state, ts = jax.jit(env.reset)(k_reset)
     carry = policy.initial_carry((1,))
     roles, lines = env.spec.roles, []
+    returns = np.zeros(len(roles))
     for _ in range(env.spec.max_steps):
         key, k_act, k_env = jax.random.split(key, 3)
         action, carry = act(params, ts.obs[None], ts.action_mask[None], k_act, carry, ts.done[None])
@@ -57,14 +58,13 @@ def record_dialogue(policy: Policy, params: Any, key: jax.Array) -> list[str]:
             lines.append(f"{roles[i]} reads: {env.vocab.decode(np.asarray(ts.obs[i]))}")
             lines.append(f"{roles[i]} says:  {env.vocab.decode(np.asarray(action[0, i])) or '(nothing)'}")
         state, ts = step(state, action[0], k_env)
+        returns += np.asarray(ts.reward).reshape(len(roles), -1)[:, 0]
         invalid = np.asarray(ts.info.get("invalid_utterance", np.zeros(len(roles), bool)))
         for i in np.flatnonzero(invalid):
             lines.append(f"  ({roles[i]}'s utterance names no legal move)")
         if bool(ts.done):
             break
-    final = np.asarray(ts.reward).reshape(len(roles), -1)[:, 0]
-    rewards = ", ".join(f"{r} {float(v):+g}" for r, v in zip(roles, final))
-    lines.append(f"end: {rewards}")
+    lines.append("end: " + ", ".join(f"{r} {float(v):+g}" for r, v in zip(roles, returns)))
     return lines
 
 

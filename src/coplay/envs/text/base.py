@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import abc
+
 import numpy as np
 
 from coplay.core.env import Env
@@ -18,9 +20,9 @@ class TextEnv(Env):
 
     vocab: Vocabulary
 
+    @abc.abstractmethod
     def speech_words(self) -> tuple[str, ...]:
         """The words this environment's utterances are made of."""
-        raise NotImplementedError(f"{type(self).__name__} does not name the words of its utterances")
 
     def speech_tokens(self) -> np.ndarray:
         """`[V]` bool: the token ids of `speech_words()` and `<end>`."""
