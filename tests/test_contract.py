@@ -5,6 +5,7 @@ import pytest
 
 import coplay
 from coplay.core.registry import ENVS
+from coplay.core.spaces import Box
 from coplay.interop import MissingExtraError
 from coplay.testing import check_env
 from coplay.wrappers import AgentID, AutoReset, EpisodeStats
@@ -40,6 +41,6 @@ def test_contract(name, kwargs):
 @pytest.mark.parametrize("name", ENVS.names())
 def test_contract_through_wrappers(name):
     env = _make(name)
-    if env.spec.obs_space.shape and len(env.spec.obs_space.shape) == 1:
+    if isinstance(env.spec.obs_space, Box) and len(env.spec.obs_space.shape) == 1:   # AgentID takes flat Box views
         env = AgentID(env)
     check_env(AutoReset(EpisodeStats(env)), steps=10)

@@ -116,3 +116,74 @@ def test_a_text_policy_is_scored_exactly_through_the_tree(name, uniform):
     np.testing.assert_allclose(np.asarray(score.strategy), legal / legal.sum(1, keepdims=True), atol=1e-6)
     # what is left for utterances that name no legal move: 1 - (legal moves) / V^2
     np.testing.assert_allclose(np.asarray(score.invalid), 1 - legal.sum(1) / len(VOCAB) ** 2, atol=1e-6)
+
+
+# ----- Nim in words ---------------------------------------------------------------------------------
+
+
+def _nim_play(env, perfect: tuple[bool, bool], games: int, key):
+    """Episode returns [games, 2] and whether each game ended: a seat marked in `perfect`
+    plays perfectly (a move to xor 0 where there is one, else the first legal move),
+    the other uniformly random legal moves; every move is written as its utterance."""
+    moves = env._moves
+    xor = lambda x: jax.lax.reduce(x, jnp.int32(0), jax.lax.bitwise_xor, (x.ndim - 1,))  # noqa: E731
+
+    def best_move(piles):
+        """(a move to xor 0, if any: else 0), and the legal moves [A]."""
+        taken = jax.nn.one_hot(env._move_pile, piles.shape[0], dtype=jnp.int32) * env._move_count[:, None]
+        legal = env.legal_moves(piles)
+        return jnp.argmax(legal & (xor(piles[None, :] - taken) == 0)), legal
+
+    def one(k):
+        state, ts = env.reset(k)
+
+        def body(carry, kk):
+            state, ts, total = carry
+            best, legal = best_move(state.piles)
+            good = legal[best] & (xor(state.piles) != 0)
+            mine = jnp.where(good, best, jnp.argmax(legal))
+            theirs = jax.random.categorical(kk, jnp.where(legal, 0.0, -jnp.inf))
+            move = jnp.where(jnp.asarray(perfect)[state.mover], mine, theirs)
+            state, ts = env.step(state, jnp.stack([moves[move], moves[move]]), kk)
+            return (state, ts, total + ts.reward), None
+
+        (state, _, total), _ = jax.lax.scan(body, (state, ts, jnp.zeros(2)), jax.random.split(k, env.spec.max_steps))
+        return total, state.done
+
+    return jax.jit(jax.vmap(one))(jax.random.split(key, games))
+
+
+@pytest.mark.parametrize("piles, seat", [("1,3,5", 0), ("1,2,3", 1), ("2,5,7", 1), ("4,4,1", 0)])
+def test_nim_the_xor_rule_decides_who_wins_with_perfect_play(piles, seat):
+    """The player to move wins with perfect play exactly when the xor is not 0: the
+    first player from (1, 3, 5) and (4, 4, 1), the second from (1, 2, 3) and (2, 5, 7)."""
+    from coplay.envs.text.nim import winning_moves
+
+    sizes = tuple(int(p) for p in piles.split(","))
+    assert bool(winning_moves(sizes)) == (seat == 0)
+    env = coplay.make("text:nim", piles=piles)
+    for perfect in ((seat == 0, seat == 1), (True, True)):   # against random moves, and against itself
+        total, done = _nim_play(env, perfect, 256, jax.random.PRNGKey(0))
+        assert bool(jnp.all(done)) and bool(jnp.all(total[:, seat] == 1.0))
+        assert bool(jnp.all(total[:, 1 - seat] == -1.0))
+
+
+def test_nim_reads_and_parses_utterances_and_forfeits_or_randomises_invalid_ones():
+    env = coplay.make("text:nim")
+    state, ts = env.reset(jax.random.PRNGKey(0))
+    assert [VOCAB.decode(v) for v in ts.obs] == ["nim , piles : 1 3 5 , your move", "nim , piles : 1 3 5 , wait"]
+    assert env.speech_words() == ("take", "1", "from", "2", "3", "4", "5")
+    state, ts = env.step(state, _say("take 2 from 3", "", length=5), jax.random.PRNGKey(1))
+    assert VOCAB.decode(ts.obs[1]) == "nim , piles : 1 3 3 , your move" and not bool(ts.done)
+    for utterance in ("take 4 from 3", "take 1 from 4", "take 1", "bet"):   # too many, no pile, unfinished, nonsense
+        _, after = env.step(state, _say("", utterance, length=5), jax.random.PRNGKey(2))
+        assert bool(after.done) and after.reward.tolist() == [1.0, -1.0]
+        assert after.info["invalid_utterance"].tolist() == [False, True]
+    lenient = coplay.make("text:nim", invalid="random")
+    s, _ = lenient.reset(jax.random.PRNGKey(0))
+    s, after = lenient.step(s, _say("bet", "", length=5), jax.random.PRNGKey(3))
+    assert after.info["invalid_utterance"].tolist() == [True, False] and 4 <= int(s.piles.sum()) < 9
+    assert int(s.mover) == 1 and not bool(after.done)
+    for bad in ("1,11", "0", "", "a,b", "1,1,1,1,1,1,1"):
+        with pytest.raises(ConfigError, match="piles="):
+            coplay.make("text:nim", piles=bad)

@@ -5,7 +5,7 @@ from coplay.envs.cooperative.foraging import Foraging
 from coplay.envs.cooperative.spread import Spread
 from coplay.envs.cooperative.two_step import TwoStep
 from coplay.envs.mixed.matrix import MatrixGame
-from coplay.envs.text import TextTreeGame
+from coplay.envs.text import TextNim, TextTreeGame
 from coplay.envs.trees.env import TreeGameEnv
 
 ENVS.register(
@@ -25,4 +25,4 @@ ENVS.register(
     description="Repeated two-player normal-form games: climbing, penalty, prisoners_dilemma, stag_hunt, rps.",
 )
 
-__all__ = ["Foraging", "MatrixGame", "Spread", "TextTreeGame", "TreeGameEnv", "TwoStep"]
+__all__ = ["Foraging", "MatrixGame", "Spread", "TextNim", "TextTreeGame", "TreeGameEnv", "TwoStep"]

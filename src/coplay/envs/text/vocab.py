@@ -34,6 +34,8 @@ _WORDS = (
     # cards and betting (Kuhn poker, Leduc hold'em)
     "kuhn", "poker", "leduc", "holdem", "card", "public", "hidden", "jack", "queen", "king",
     "pass", "bet", "fold", "call", "raise", "round", "first", "second", "actions",
+    # nim
+    "nim", "piles", "take", "from",
 )
 
 
