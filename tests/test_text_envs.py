@@ -74,6 +74,8 @@ def test_an_utterance_that_names_no_legal_move_forfeits_or_plays_at_random():
     state, ts = env.step(state, _say("raise", "pass"), jax.random.PRNGKey(1))   # Kuhn has no raise
     assert bool(ts.done) and ts.reward.tolist() == [-2.0, 2.0]                # the speaker pays the stake
     assert ts.info["invalid_utterance"].tolist() == [True, False]
+    assert [VOCAB.decode(v).split(" , ")[-1] for v in ts.obs] == ["game over", "game over"]
+    assert env.render_text(state, 0).endswith("actions : none , game over")
     lenient = coplay.make("text:kuhn_poker", invalid="random")
     state, ts = lenient.reset(jax.random.PRNGKey(0))
     state, ts = lenient.step(state, _say("king", "pass"), jax.random.PRNGKey(1))

@@ -37,7 +37,7 @@ from coplay.envs.text.base import TextEnv
 from coplay.envs.text.vocab import PAD, VOCAB, spoken
 from coplay.envs.trees import tree_names
 from coplay.envs.trees.env import TERMINAL, TreeGameEnv, TreeState
-from coplay.envs.trees.tree import CHANCE
+from coplay.envs.trees.tree import CHANCE, GAME_OVER, WAIT, YOUR_MOVE
 
 INVALID_OUTCOMES = ("forfeit", "random")
 
@@ -54,6 +54,14 @@ def parse(utterance: jax.Array, moves: jax.Array) -> jax.Array:
     said = jnp.where(spoken(utterance), utterance, PAD)
     match = jnp.all(said[None, :] == moves, axis=-1)
     return jnp.where(match.any(), jnp.argmax(match), -1)
+
+
+def _ended(view: str) -> str:
+    """A view whose closing status ("your move", "wait") becomes "game over"."""
+    for status in (YOUR_MOVE, WAIT):
+        if view.endswith(status):
+            return view[: len(view) - len(status)] + GAME_OVER
+    return view
 
 
 class TextTreeGame(TextEnv):
@@ -80,9 +88,12 @@ class TextTreeGame(TextEnv):
         # The view of every node (decisions and ends) for each player, computed once.
         texts = [[(rules.text_view(h, p) or "") if nodes.player[n] != CHANCE else "" for p in (0, 1)]
                  for n, h in enumerate(nodes.histories)]
-        vocab.check([t for pair in texts for t in pair], f"text:{name}")
-        length = max(len(t.split()) for pair in texts for t in pair)
+        # ... and as it reads once a forfeit has ended the game at that node.
+        over = [[_ended(t) for t in pair] for pair in texts]
+        vocab.check([t for pair in texts + over for t in pair], f"text:{name}")
+        length = max(len(t.split()) for pair in texts + over for t in pair)
         self._views = jnp.asarray(np.stack([[vocab.encode(t, length) for t in pair] for pair in texts]))
+        self._forfeit_views = jnp.asarray(np.stack([[vocab.encode(t, length) for t in pair] for pair in over]))
         self._moves = jnp.asarray(np.stack([vocab.encode(a, max_tokens, end=len(m) < max_tokens)
                                             for a, m in zip(rules.action_names, moves)]))
         self.spec = EnvSpec(
@@ -93,7 +104,7 @@ class TextTreeGame(TextEnv):
         )
 
     def _timestep(self, state: TextTreeState, ts: TimeStep, invalid: jax.Array) -> TimeStep:
-        views = self._views[state.game.node]
+        views = jnp.where(state.game.forfeit >= 0, self._forfeit_views[state.game.node], self._views[state.game.node])
         return ts.replace(  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
             obs=views, global_state=views.reshape(-1).astype(jnp.float32), action_mask=jnp.ones((2, 0), bool),
             info={**ts.info, "invalid_utterance": invalid})
@@ -142,7 +153,9 @@ class TextTreeGame(TextEnv):
 
     def render_text(self, state: TextTreeState, viewer: int | None = None) -> str:
         if viewer is not None:
-            return self.vocab.decode(np.asarray(self._views[int(np.asarray(state.game.node)), viewer]))
+            forfeited = int(np.asarray(state.game.forfeit)) >= 0
+            views = self._forfeit_views if forfeited else self._views
+            return self.vocab.decode(np.asarray(views[int(np.asarray(state.game.node)), viewer]))
         return self.game.render_text(state.game)
 
 

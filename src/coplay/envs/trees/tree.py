@@ -90,9 +90,12 @@ class Rules(abc.ABC):
     def text_status(self, h: Hashable, player: int) -> str:
         """The last words of a text view: "game over", "your move" or "wait"."""
         if self.is_terminal(h):
-            return "game over"
-        return "your move" if self.player(h) == player else "wait"
+            return GAME_OVER
+        return YOUR_MOVE if self.player(h) == player else WAIT
 
+
+# How a text view ends (`Rules.text_status`).
+GAME_OVER, YOUR_MOVE, WAIT = "game over", "your move", "wait"
 
 # The ranks of the poker games' cards (J < Q < K), in words.
 RANK_WORDS = ("jack", "queen", "king")
