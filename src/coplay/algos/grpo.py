@@ -189,9 +189,10 @@ class GRPO(Trainer[Config]):
         self.model = TokenPolicy(vocab, n, self.view_len, self.max_tokens, c.width, c.layers, c.heads,
                                  alphabet=env.speech_tokens() if c.alphabet == "speech" else None)
         self.optimizer = ppo.adam(c, num_updates)
-        names = {k: v for k, v in (("gamma", c.gamma), ("omega", c.gigpo_omega), ("alpha", c.rae_alpha))}
+        # the options of this config that the chosen estimator takes
+        options = {"gamma": c.gamma, "omega": c.gigpo_omega, "alpha": c.rae_alpha}
         accepted = inspect.signature(self.estimate.fn).parameters
-        self.estimator_options = {k: v for k, v in names.items() if k in accepted}
+        self.estimator_options = {k: v for k, v in options.items() if k in accepted}
 
     @property
     def num_envs(self) -> int:
