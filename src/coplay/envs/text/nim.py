@@ -39,6 +39,7 @@ from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.text.base import TextEnv
 from coplay.envs.text.tree_games import INVALID_OUTCOMES, parse
 from coplay.envs.text.vocab import VOCAB
+from coplay.envs.trees.tree import GAME_OVER, WAIT, YOUR_MOVE
 
 MAX_PILES, MAX_STONES = 6, 10      # pile sizes are written with the vocabulary's numbers 0..10
 
@@ -90,7 +91,7 @@ class TextNim(TextEnv):
         self._numbers = jnp.asarray([VOCAB.index[str(k)] for k in range(MAX_STONES + 1)], jnp.int32)
         head = VOCAB.encode("nim , piles :")
         self._head, self._comma = jnp.asarray(head), jnp.int32(VOCAB.index[","])
-        self._status = jnp.asarray(np.stack([VOCAB.encode(s, 2) for s in ("your move", "wait", "game over")]))
+        self._status = jnp.asarray(np.stack([VOCAB.encode(s, 2) for s in (YOUR_MOVE, WAIT, GAME_OVER)]))
         length = len(head) + len(sizes) + 3
         self.spec = EnvSpec(
             name="text:nim", num_agents=2, obs_space=MultiDiscrete((len(VOCAB),) * length),
@@ -132,8 +133,9 @@ class TextNim(TextEnv):
             forfeit = jnp.bool_(False)
         else:
             forfeit = invalid
-        take = jnp.where(state.done | forfeit, 0, self._move_count[jnp.clip(move, 0)])
-        piles = state.piles.at[self._move_pile[jnp.clip(move, 0)]].add(-take)
+        row = jnp.clip(move, 0)                                         # a forfeit's -1 takes nothing below
+        take = jnp.where(state.done | forfeit, 0, self._move_count[row])
+        piles = state.piles.at[self._move_pile[row]].add(-take)
         emptied = ~state.done & ~forfeit & (piles.sum() == 0)          # the mover took the last stone
         me = jnp.arange(2) == mover
         sign = jnp.where(emptied, 1.0, jnp.where(forfeit, -1.0, 0.0))
@@ -142,14 +144,11 @@ class TextNim(TextEnv):
         new = NimState(piles=piles, mover=jnp.where(done, mover, 1 - mover), done=done)
         return new, self._timestep(new, reward, me & invalid)
 
-    def speech_words(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(w for t in self.move_texts for w in t.split()))
-
     def render_text(self, state: NimState, viewer: int | None = None) -> str:
         if viewer is not None:
             return self.vocab.decode(np.asarray(self._views(state)[viewer]))
         piles = " ".join(str(int(k)) for k in np.asarray(state.piles))
-        turn = "game over" if bool(state.done) else f"player {int(state.mover)} to move"
+        turn = GAME_OVER if bool(state.done) else f"player {int(state.mover)} to move"
         return f"nim, piles: {piles}; {turn}"
 
 

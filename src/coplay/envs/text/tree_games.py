@@ -85,6 +85,7 @@ class TextTreeGame(TextEnv):
             raise ConfigError(f"max_tokens={max_tokens} is shorter than the longest move "
                               f"({longest} tokens: {rules.action_names})")
         self.game, self.vocab, self.invalid = game, vocab, invalid
+        self.move_texts = tuple(rules.action_names)
         # The view of every node (decisions and ends) for each player, computed once.
         texts = [[(rules.text_view(h, p) or "") if nodes.player[n] != CHANCE else "" for p in (0, 1)]
                  for n, h in enumerate(nodes.histories)]
@@ -129,9 +130,6 @@ class TextTreeGame(TextEnv):
         game, ts = self.game.step(state.game, jnp.full(2, move, jnp.int32), k_step)
         new = TextTreeState(game)
         return new, self._timestep(new, ts, jax.nn.one_hot(mover, 2, dtype=bool) & invalid)
-
-    def speech_words(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(w for a in self.game.rules.action_names for w in a.split()))
 
     def infoset_views(self) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Every information set of the game's tree as its owner reads it:
