@@ -301,12 +301,13 @@ class GRPO(Trainer[Config]):
             "tokens": jnp.full((h, e, k_slots, t_max), PAD, jnp.int32),
             "logp": jnp.zeros((h, e, k_slots, t_max), jnp.float32),
             "learner": jnp.zeros((h, e, k_slots), bool),
-            "reward": jnp.zeros((h, e, n), jnp.float32),       # what the estimator reads
-            "game_reward": jnp.zeros((h, e, n), jnp.float32),  # the environment's part of it
+            "reward": jnp.zeros((h, e, n), jnp.float32),       # the environment's
+            "surprise": jnp.zeros((h, e, n), jnp.float32),     # -log pi(utterance) of the learner's turns
             "acted": jnp.zeros((h, e, n), bool),
             "invalid": jnp.zeros((h, e, n), bool),
-            "state": jnp.zeros((h, e, n), jnp.int32),
         }
+        if self.estimate.needs_state:
+            buffers["state"] = jnp.zeros((h, e, n), jnp.int32)
 
         def body(t, carry):
             env_state, ts, alive, buf = carry
@@ -336,11 +337,11 @@ class GRPO(Trainer[Config]):
             invalid = nxt.info.get("invalid_utterance", jnp.zeros((e, n), bool))
             surprise = jnp.zeros((e, n)).at[jnp.arange(e)[:, None], agents].set(
                 jnp.where(learner, -said.log_prob, 0.0))
-            reward = jnp.where(alive[:, None], nxt.reward, 0.0) + c.entropy_reward * surprise
             step = {"view": views, "agent": agents, "tokens": said.tokens, "logp": said.token_log_prob,
-                    "learner": learner, "reward": reward, "game_reward": jnp.where(alive[:, None], nxt.reward, 0.0),
-                    "acted": acted,
-                    "invalid": invalid & alive[:, None], "state": view_keys(ts.obs)}
+                    "learner": learner, "reward": jnp.where(alive[:, None], nxt.reward, 0.0), "surprise": surprise,
+                    "acted": acted, "invalid": invalid & alive[:, None]}
+            if self.estimate.needs_state:
+                step["state"] = view_keys(ts.obs)
             buf = {k: buf[k].at[t].set(v.astype(buf[k].dtype)) for k, v in step.items()}
             return env_state, nxt, alive & ~nxt.done, buf
 
@@ -352,7 +353,8 @@ class GRPO(Trainer[Config]):
         """Per-turn advantages [H, E, N] from the update's episodes, and the new baseline."""
         c = self.config
         e = c.num_envs
-        ep = Episodes(reward=jnp.swapaxes(buf["reward"], 0, 1), acted=jnp.swapaxes(buf["acted"], 0, 1),
+        reward = buf["reward"] + c.entropy_reward * buf["surprise"]
+        ep = Episodes(reward=jnp.swapaxes(reward, 0, 1), acted=jnp.swapaxes(buf["acted"], 0, 1),
                       group=jnp.arange(e, dtype=jnp.int32) // c.group_size,
                       state=jnp.swapaxes(buf["state"], 0, 1) if self.estimate.needs_state else None)
         if self.estimate.stateful:
@@ -407,7 +409,7 @@ class GRPO(Trainer[Config]):
         params, opt_state, stats = ppo.train_epochs(k_epochs, self._loss, self.optimizer, state.params,
                                                     state.opt_state, batch, c.epochs, ppo.shuffled(c.minibatches))
 
-        returns = buf["game_reward"].sum(0)                                  # [E, N]
+        returns = buf["reward"].sum(0)                                       # [E, N] the environment's
         pool = state.pool
         updates = state.updates + 1
         if c.opponent != "self":
