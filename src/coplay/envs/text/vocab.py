@@ -36,6 +36,24 @@ _WORDS = (
     "pass", "bet", "fold", "call", "raise", "round", "first", "second", "actions",
     # nim
     "nim", "piles", "take", "from",
+    # more numbers
+    "11", "12", "13", "14", "15", "16", "17", "18", "19", "20",
+    # words several games share
+    "yes", "no", "i", "we", "they", "it", "a", "an", "this", "that", "what", "which", "not", "say", "said", "ask",
+    "answer", "guess", "question", "rounds", "last", "next", "with", "for", "in", "on", "at", "my", "their", "has",
+    "have", "will", "do", "did", "be", "end", "score", "reward", "points", "value", "values", "total", "each",
+    # boards (tic-tac-toe, connect four, grids)
+    "tic", "tac", "toe", "connect", "four", "x", "o", "_", "/", "row", "column", "up", "down", "left", "right",
+    "wall", "goal", "box", "grid",
+    # negotiation
+    "negotiation", "offer", "propose", "accept", "reject", "deal", "book", "books", "hat", "hats", "ball", "balls",
+    "give", "keep", "want", "item", "items",
+    # roles (proposer, solver, verifier)
+    "proposer", "solver", "verifier", "problem", "plus", "minus", "times", "equals", "correct", "wrong", "true",
+    "false",
+    # matrix games with talk, signalling, guessing
+    "prisoners", "dilemma", "stag", "hunt", "hare", "cooperate", "defect", "message", "sender", "receiver", "signal",
+    "object", "state", "choose", "chose", "higher", "lower", "number", "between", "twenty", "questions",
 )
 
 
