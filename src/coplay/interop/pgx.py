@@ -56,6 +56,9 @@ from coplay.core.errors import ConfigError, unknown_name
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, Discrete
 from coplay.core.types import EnvSpec, TimeStep
+from coplay.envs.text.games import TextGame, check_invalid
+from coplay.envs.text.vocab import VOCAB
+from coplay.envs.trees.tree import GAME_OVER, WAIT, YOUR_MOVE
 from coplay.interop import require
 
 # The longest game each pgx game allows, in moves (one move per step).
@@ -450,4 +453,68 @@ ENVS.register_prefix(
                 "env.max_steps sets the episode limit (needs `pip install coplay[games]`).",
 )
 
-__all__ = ["GAMES", "GAME_LENGTH", "PgxEnv", "PgxState", "make_pgx", "pgx_games"]
+# --- in words ------------------------------------------------------------------------------
+
+# Board games played in words (`text:<game>`): title, rows, columns.
+
+BOARDS = {"tic_tac_toe": ("tic tac toe", 3, 3), "connect_four": ("connect four", 6, 7)}
+
+
+class TextBoardGame(TextGame):
+    """pgx's tic-tac-toe or connect four in words (`coplay.envs.text.games.TextGame`):
+
+        text:tic_tac_toe    "tic tac toe , you are x : x _ o / _ x _ / _ _ o , your move"   moves "1".."9"
+        text:connect_four   "connect four , you are o : <6 rows of 7 cells, top row first> , wait"
+                            moves "1".."7"
+
+    A board's cells are `_` (empty), `x` (the first mover's marks) and `o`; squares
+    are numbered 1..9 row by row, columns 1..7 from the left. The reader's own
+    symbol is in its view, so a view is its reader's state. pgx draws who moves
+    first (plays x) from the key."""
+
+    def __init__(self, name: str = "tic_tac_toe", max_tokens: int = 2, invalid: str = "forfeit"):
+        if name not in BOARDS:
+            raise unknown_name("board game in words", name, BOARDS)
+        check_invalid(invalid)
+        title, rows, cols = BOARDS[name]
+        game = make_pgx(name)
+        self.rows, self.cols = rows, cols
+        self._title = jnp.asarray(VOCAB.encode(f"{title} , you are"))
+        self._symbols = jnp.asarray(VOCAB.encode("x o"))
+        self._cells = jnp.asarray(VOCAB.encode("_ x o"))           # board values -1, 0 (x), 1 (o)
+        self._colon, self._slash, self._comma = (jnp.int32(VOCAB.index[w]) for w in (":", "/", ","))
+        self._status = jnp.asarray(np.stack([VOCAB.encode(s, 2) for s in (YOUR_MOVE, WAIT, GAME_OVER)]))
+        length = len(self._title) + 2 + rows * cols + rows - 1 + 1 + 2
+        super().__init__(game, [str(a + 1) for a in range(game.num_choices)], length, f"text:{name}",
+                         max_tokens, invalid)
+
+    def text_views(self, game_state) -> jax.Array:
+        g = game_state.game
+        n = 2
+        done = g.terminated | g.truncated
+        x_player = jnp.where(g._x.color == 0, g.current_player, 1 - g.current_player)
+        me = jnp.arange(n)
+        symbol = self._symbols[jnp.where(me == x_player, 0, 1)]                           # [2]
+        cells = self._cells[g._x.board.reshape(self.rows, self.cols) + 1]                 # [rows, cols]
+        slashes = jnp.full((self.rows, 1), self._slash)
+        board = jnp.concatenate([cells, slashes], axis=1).reshape(-1)[:-1]                # rows joined by "/"
+        status = jnp.where(done, 2, jnp.where(me == g.current_player, 0, 1))
+        head = jnp.broadcast_to(self._title, (n, self._title.shape[0]))
+        middle = jnp.concatenate([self._colon[None], board, self._comma[None]])
+        return jnp.concatenate([head, symbol[:, None], jnp.broadcast_to(middle, (n, middle.shape[0])),
+                                self._status[status]], axis=1)
+
+
+def _in_words(name: str):
+    def make(max_tokens: int = 2, invalid: str = "forfeit") -> TextBoardGame:
+        return TextBoardGame(name, max_tokens, invalid)
+    make.__doc__ = TextBoardGame.__init__.__doc__
+    return make
+
+
+for _name, (_title, _rows, _cols) in BOARDS.items():
+    ENVS.register(f"text:{_name}", _in_words(_name), kind="competitive",
+                  description=f"{_title} in words: the board and your symbol as text, a move is the number "
+                              f"of a {'square' if _name == 'tic_tac_toe' else 'column'} (pgx's game underneath)")
+
+__all__ = ["BOARDS", "GAMES", "GAME_LENGTH", "PgxEnv", "PgxState", "TextBoardGame", "make_pgx", "pgx_games"]

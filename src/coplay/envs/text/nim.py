@@ -32,12 +32,12 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from coplay.core.errors import ConfigError, unknown_name
+from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.text.base import TextEnv
-from coplay.envs.text.tree_games import INVALID_OUTCOMES, parse
+from coplay.envs.text.games import check_invalid, move_table, parse
 from coplay.envs.text.vocab import VOCAB
 from coplay.envs.trees.tree import GAME_OVER, WAIT, YOUR_MOVE
 
@@ -76,18 +76,14 @@ class TextNim(TextEnv):
     views_are_states = True
 
     def __init__(self, piles: str = "1,3,5", max_tokens: int = 5, invalid: str = "forfeit"):
-        if invalid not in INVALID_OUTCOMES:
-            raise unknown_name("invalid-utterance outcome", invalid, INVALID_OUTCOMES)
+        check_invalid(invalid)
         sizes = parse_piles(piles)
-        if max_tokens < 4:
-            raise ConfigError(f"max_tokens={max_tokens} is shorter than a move (4 tokens: 'take 2 from 3')")
         self.sizes, self.invalid, self.vocab = sizes, invalid, VOCAB
         moves = [(p, c) for p, n in enumerate(sizes) for c in range(1, n + 1)]
         self._move_pile = jnp.asarray([p for p, _ in moves], jnp.int32)
         self._move_count = jnp.asarray([c for _, c in moves], jnp.int32)
         self.move_texts = tuple(f"take {c} from {p + 1}" for p, c in moves)
-        self._moves = jnp.asarray(np.stack([VOCAB.encode(t, max_tokens, end=4 < max_tokens)
-                                            for t in self.move_texts]))
+        self._moves = move_table(self.move_texts, max_tokens, "text:nim")
         self._numbers = jnp.asarray([VOCAB.index[str(k)] for k in range(MAX_STONES + 1)], jnp.int32)
         head = VOCAB.encode("nim , piles :")
         self._head, self._comma = jnp.asarray(head), jnp.int32(VOCAB.index[","])
