@@ -62,6 +62,11 @@ class Policy:
     act: Callable[..., tuple[jax.Array, Any]]
     initial_carry: Callable[[tuple[int, ...]], Any]
     env: Env  # the (wrapped) environment whose observations the policy expects
+    # What the policy reads where it is not `env`'s observation: `observe(state [B], ts [B])
+    # -> [B, N, ...]` from the environment's state (a text policy playing the game under
+    # its text environment reads the views written from the game's state). Games between
+    # policies (`algos.common.matches`) honour it.
+    observe: Callable[[Any, Any], jax.Array] | None = None
 
 
 # ----- TrainState fields with a per-environment axis --------------------------------------------

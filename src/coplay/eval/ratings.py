@@ -65,10 +65,14 @@ class Results:
              in games where it sat first (player a) against players[j]. The two
              seatings are kept apart because some games favour the first mover;
              `totals` merges them. The diagonal is zero: no self-play.
+    illegal: [P, P] int64 or None; illegal[i, j] = the games players[i] lost by an
+             illegal move (an utterance that named none, for a text policy) in
+             either seat against players[j], where the games report it.
     """
 
     players: tuple[str, ...]
     counts: np.ndarray
+    illegal: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         players = tuple(self.players)

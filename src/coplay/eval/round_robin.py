@@ -87,6 +87,7 @@ def round_robin(env: Env, players: Sequence[Player], games: int, key: jax.Array,
     check_same_env(env, {p.name: p.policy for p in players})
 
     counts = np.zeros((len(players), len(players), 3), np.int64)
+    illegal = np.zeros((len(players), len(players)), np.int64)
     groups = _groups(players)
     for ga, (pol_a, members_a, params_a) in enumerate(groups):
         for gb, (pol_b, members_b, params_b) in enumerate(groups):
@@ -95,7 +96,8 @@ def round_robin(env: Env, players: Sequence[Player], games: int, key: jax.Array,
             play = make_match(env, [pol_a, pol_b], games, opening_moves)
 
             def one(pa, pb, k, play=play):
-                return outcomes(play([pa, pb], k)["return"], 0)
+                out = play([pa, pb], k)
+                return {**outcomes(out["return"], 0), "illegal": out["illegal"].sum(0)}
 
             in_a, in_b = (None if params_a is None else 0), (None if params_b is None else 0)
             grid = jax.jit(jax.vmap(jax.vmap(one, in_axes=(None, in_b, 0)), in_axes=(in_a, None, 0)))
@@ -107,4 +109,6 @@ def round_robin(env: Env, players: Sequence[Player], games: int, key: jax.Array,
                 for j, b in enumerate(members_b):
                     if a != b:
                         counts[a, b] += wdl[i, j].astype(np.int64)
-    return Results(tuple(names), counts)
+                        illegal[a, b] += int(out["illegal"][i, j, 0])
+                        illegal[b, a] += int(out["illegal"][i, j, 1])
+    return Results(tuple(names), counts, illegal)

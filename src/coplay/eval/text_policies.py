@@ -1,5 +1,7 @@
-"""Exact evaluation of a text policy on a game with a tree (`text:kuhn_poker`,
-`text:leduc_holdem`).
+"""Text policies beside the others: exact evaluation on a game with a tree
+(`text:kuhn_poker`, `text:leduc_holdem`), and play in the game underneath a text
+game (`speaker`), so that a text policy meets policies and bots built for it in
+one tournament.
 
 At every information set the policy's probability of each legal move is the
 probability of that move's utterance, `exp(log_prob(view, utterance))`,
@@ -15,6 +17,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from coplay.algos.base import Policy
+from coplay.envs.text.games import TextGame
 from coplay.envs.text.tree_games import TextTreeGame
 from coplay.envs.trees.values import TreeArrays, exploitability, nash_conv
 from coplay.nets.token_policy import TokenPolicy
@@ -55,3 +59,18 @@ def score_text_policy(env: TextTreeGame, policy: TokenPolicy, params: Any, tempe
     t = TreeArrays.from_tree(env.game.tree)
     strategy, invalid = move_probabilities(env, policy, params, temperature, per_role)
     return TextPolicyScore(exploitability(t, strategy), nash_conv(t, strategy), strategy, invalid)
+
+
+def speaker(env: TextGame, policy: Policy) -> Policy:
+    """`policy`, a text policy of `env`, as a player of the game underneath (`env.game`):
+    it reads the views `env.text_views` writes from the game's state, and the move its
+    utterance names is played; an utterance that names none is played as an illegal
+    move (the game's forfeit, counted by the game as an illegal action)."""
+    def observe(game_state, ts):
+        return jax.vmap(env.text_views)(game_state)
+
+    def act(params, obs, mask, key, carry, reset):
+        tokens, carry = policy.act(params, obs, mask, key, carry, reset)
+        return env.move_of(tokens), carry
+
+    return Policy(act=act, initial_carry=policy.initial_carry, env=env.game, observe=observe)

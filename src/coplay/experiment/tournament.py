@@ -22,12 +22,16 @@ from typing import Any
 import jax
 import numpy as np
 
+from coplay.algos.common.matches import bare_env, env_signature
 from coplay.core.config import parse_scalar
+from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
+from coplay.envs.text.games import TextGame
 from coplay.eval.bots import BOTS, make_bot
 from coplay.eval.ratings import format_table, plot_ratings, ratings_table, win_draw_loss_table
 from coplay.eval.round_robin import Player, round_robin
+from coplay.eval.text_policies import speaker
 from coplay.experiment import checkpoint
 from coplay.experiment.playback import LoadedRun, load_run
 
@@ -69,6 +73,47 @@ def parse_env(overrides: list[str]) -> tuple[str | None, dict[str, Any]]:
     return name, fields
 
 
+def _text_game(run: LoadedRun) -> TextGame | None:
+    """The text game a run's policy plays (None: not a text game)."""
+    env = bare_env(run.policy.env)
+    return env if isinstance(env, TextGame) else None
+
+
+def _common_env(runs: dict[str, LoadedRun], bots: bool, fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The game the runs share: their environment, or, where text policies meet bots or
+    policies of the game underneath their text game, that game (text policies then play
+    through `speaker`)."""
+    def trained_on(r: LoadedRun) -> tuple[str, str]:
+        return r.exp.env, json.dumps(r.exp.env_config, sort_keys=True)
+
+    def game_under(r: LoadedRun) -> tuple[str, str]:
+        text = _text_game(r)
+        return (text.game.spec.name, "{}") if text is not None else trained_on(r)
+
+    names = {trained_on(r) for r in runs.values()}
+    if not names:
+        raise ConfigError("name the game with env=<name> when every player is a bot")
+    if len(names) > 1 or (bots and all(_text_game(r) for r in runs.values())):
+        under = {game_under(r) for r in runs.values()}
+        if len(under) == 1:
+            names = under
+        elif len(names) > 1:
+            raise ConfigError("the runs were trained on different environments "
+                              f"({', '.join(sorted(n for n, _ in names))}); a tournament is played in one "
+                              "(text policies also play in the game underneath their text game)")
+    (name, cfg), = names
+    return name, {**json.loads(cfg), **fields}
+
+
+def _speaking(player: Player, env: Env) -> Player:
+    """A text policy seated in the game underneath its text game plays through `speaker`."""
+    text = bare_env(player.policy.env)
+    if isinstance(text, TextGame) and env_signature(text) != env_signature(env) \
+            and env_signature(text.game) == env_signature(env):
+        return Player(player.name, speaker(text, player.policy), player.params)
+    return player
+
+
 def run_tournament(entries: list[str], overrides: list[str] | None = None, games: int = 100,
                    opening_moves: int = 0, out_dir: str | Path | None = None, seed: int = 0,
                    bootstrap: int = 1000) -> dict:
@@ -82,14 +127,7 @@ def run_tournament(entries: list[str], overrides: list[str] | None = None, games
                 raise ConfigError(f"player {entry!r} is neither a bot ({', '.join(sorted(BOTS))}) nor a run directory")
             runs[path] = load_run(path)
     if env_name is None:
-        names = {(r.exp.env, json.dumps(r.exp.env_config, sort_keys=True)) for r in runs.values()}
-        if not names:
-            raise ConfigError("name the game with env=<name> when every player is a bot")
-        if len(names) > 1:
-            raise ConfigError("the runs were trained on different environments "
-                              f"({', '.join(sorted(n for n, _ in names))}); a tournament is played in one")
-        (env_name, cfg), = names
-        env_fields = {**json.loads(cfg), **env_fields}
+        env_name, env_fields = _common_env(runs, any(e in BOTS for e in entries), env_fields)
     env = ENVS.make(env_name, **env_fields)
 
     players: list[Player] = []
@@ -98,7 +136,7 @@ def run_tournament(entries: list[str], overrides: list[str] | None = None, games
             players.append(Player(entry, make_bot(entry, env)))
         else:
             path, k = _split_seed(entry)
-            players.extend(_run_players(entry, runs[path], k))
+            players.extend(_speaking(p, env) for p in _run_players(entry, runs[path], k))
 
     results = round_robin(env, players, games, jax.random.PRNGKey(seed), opening_moves)
     rows = ratings_table(results, reps=bootstrap, seed=seed)
@@ -108,11 +146,16 @@ def run_tournament(entries: list[str], overrides: list[str] | None = None, games
     out.mkdir(parents=True, exist_ok=True)
     text = f"# Tournament in {env_name}: {games} games per seated pair\n\n" + format_table(rows) + \
         "\n\n" + format_table(pairs) + "\n"
+    illegal = {} if results.illegal is None else dict(zip(results.players, results.illegal.sum(1).tolist()))
+    played = 2 * games * (len(results.players) - 1)
+    if any(illegal.values()):
+        text += "\nGames lost by an illegal move (a text policy: an utterance that names no legal move), of " \
+                f"{played} each: " + ", ".join(f"{p} {k}" for p, k in illegal.items()) + "\n"
     checkpoint.atomic_write(out / "ratings.md", text.encode())
     record = {"env": env_name, "env_config": env_fields, "games_per_seated_pair": games,
               "opening_moves": opening_moves, "players": list(results.players),
               "counts": np.asarray(results.counts).tolist(), "ratings": [r.as_dict() for r in rows],
-              "pairs": [p.as_dict() for p in pairs]}
+              "pairs": [p.as_dict() for p in pairs], "illegal_losses": illegal}
     checkpoint.atomic_write(out / "tournament.json", json.dumps(record, indent=2).encode())
     plot_ratings(rows, out / "ratings.png", title=f"Elo in {env_name}")
     return {"out_dir": out, "results": results, "ratings": rows, "pairs": pairs, "text": text}

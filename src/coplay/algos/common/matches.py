@@ -195,8 +195,9 @@ def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_move
             outs: list[tuple[jax.Array, Any]] = []
             for i, (policy, p) in enumerate(zip(policies, params)):
                 key = keys[0 if turn_based else i]
+                obs = ts.obs if policy.observe is None else policy.observe(state, ts)
                 outs.append(outs[twin[i]] if twin[i] < i
-                            else policy.act(p, ts.obs, ts.action_mask, key, carries[i], reset))
+                            else policy.act(p, obs, ts.action_mask, key, carries[i], reset))
             action = jnp.stack([a[:, i] for i, (a, _) in enumerate(outs)], axis=1)
             new_carries = [carry for _, carry in outs]
             if opening_moves:
