@@ -61,7 +61,9 @@ class TokenTransformer(nn.Module):
     def __call__(self, tokens: jax.Array, role: jax.Array) -> jax.Array:
         s = tokens.shape[-1]
         x = nn.Embed(self.vocab_size, self.width)(tokens)
-        x = x + nn.Embed(self.max_len, self.width)(jnp.arange(s)) + nn.Embed(self.num_roles, self.width)(role)
+        # (the role as a one-element index: flax broadcasts a one-row table over the index's shape)
+        role_vec = nn.Embed(self.num_roles, self.width)(jnp.reshape(role, (1,)))[0]
+        x = x + nn.Embed(self.max_len, self.width)(jnp.arange(s)) + role_vec
         # a query sees earlier (and its own) positions that are not padding; it always sees itself
         keys = (tokens != PAD) | (jnp.arange(s) == 0)
         mask = jnp.tril(jnp.ones((s, s), bool)) & (keys[None, :] | jnp.eye(s, dtype=bool))
