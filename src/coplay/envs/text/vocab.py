@@ -54,6 +54,8 @@ _WORDS = (
     # matrix games with talk, signalling, guessing
     "prisoners", "dilemma", "stag", "hunt", "hare", "cooperate", "defect", "message", "sender", "receiver", "signal",
     "object", "state", "choose", "chose", "higher", "lower", "number", "between", "twenty", "questions",
+    # twenty questions: the objects' attributes
+    "red", "blue", "big", "small", "square", "soft", "hard", "heavy", "light",
 )
 
 
