@@ -1,0 +1,299 @@
+"""Three roles trained together by GRPO: proposer, solver and verifier on arithmetic in words.
+
+    python benchmarks/grpo_roles.py                 # 3 seeds; writes BENCHMARKS.md
+    python benchmarks/grpo_roles.py --quick         # 1 seed, a few updates, nothing written
+
+Learning. `algo=grpo` (one model for the three roles, conditioned on the role)
+trains on `text:arithmetic_roles` through `coplay.train`, with sums of operands
+0..4 (25 problems, answers 0..8), two solver attempts (so that the proposer is
+paid the learnability term 4 p (1 - p) of its problem) and `invalid=random`
+(an utterance that is not a move of its role costs its speaker -1 and a random
+move is played, so that the solver and the verifier get problems to work on
+before the proposer can write one). Every chunk is checkpointed, and each
+checkpoint is scored exactly from the policy's log-probabilities (nothing
+sampled): the solver's probability p_x of writing the true value of each
+problem x, averaged over all problems and over the problems the proposer poses
+(weighted by its probability of posing each), the proposer's probability of
+writing a well-formed problem, of a right claim, the number of distinct
+problems it poses (exp of the entropy of its problem distribution), and the
+learnability 4 p (1 - p) of its problems beside that of all problems; the
+verifier's rate of right verdicts and the solver's rate of right answers are
+read from the run's own evaluations (`eval/verified`, `eval/solved`, sampled).
+
+Settings. The same with other estimators and regularisers (one line each).
+
+Dr. MAS. With `reward_scale=1,100,1` (the solver's rewards x100), GRPO's
+pooled z-score (all roles of a group together) against Dr. MAS's per-role one,
+same seeds and budget: per-role success rates (unaffected by the scale), the
+gradient norm, IQM and 95% CI over seeds (`coplay.eval.stats.summarize`).
+Results go to benchmarks/results/grpo_roles.json and BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, write_section  # noqa: E402
+from train_throughput import machine  # noqa: E402
+
+import coplay  # noqa: E402
+from coplay.algos.grpo import GRPO, Config  # noqa: E402
+from coplay.envs.text.roles import PROPOSER, SOLVER  # noqa: E402
+from coplay.eval.stats import summarize  # noqa: E402
+from coplay.experiment import checkpoint  # noqa: E402
+
+ENV = {"operators": "plus", "max_operand": 4, "attempts": 2, "invalid": "random"}
+MODEL = {"width": 32, "layers": 1, "heads": 2}
+BASE = {"estimator": "dr_mas", "ent_coef": 0.01}
+EPISODES, CHUNKS = 64, 15
+# name -> algo fields beyond MODEL (the first is the main run)
+SETTINGS = {
+    "dr_mas, ent_coef 0.01": BASE,
+    "grpo (pooled), ent_coef 0.01": {**BASE, "estimator": "grpo"},
+    "mars, ent_coef 0.01": {**BASE, "estimator": "mars"},
+    "dr_mas, ent_coef 0.05, 128 episodes per update": {**BASE, "ent_coef": 0.05, "num_envs": 128},
+}
+SCALE = "1,100,1"
+
+
+def train(algo: dict, env: dict, seeds: int, updates: int, out: Path, name: str):
+    algo = {"num_envs": EPISODES, **MODEL, **algo}
+    per_update = algo["num_envs"] * (env.get("attempts", 1) + 2)
+    args = (["algo=grpo", "env=text:arithmetic_roles", f"seeds={seeds}",
+             f"total_steps={updates * per_update}", f"chunk_steps={updates * per_update // CHUNKS}",
+             "eval_every=1", "eval_episodes=128", "keep_checkpoints=1000", "progress=false", "tensorboard=false",
+             f"out_dir={out}", f"name={name}"]
+            + [f"env.{k}={v}" for k, v in env.items()] + [f"algo.{k}={v}" for k, v in algo.items()])
+    t = time.perf_counter()
+    result = coplay.train(args)
+    seconds = time.perf_counter() - t
+    rows = list(csv.DictReader((result.run_dir / "metrics.csv").open()))
+    return result, rows, seconds
+
+
+def exact_scores(env, model, params, shared: bool) -> dict:
+    """Per seed: what the policy's log-probabilities say of the solver and the proposer."""
+    views = env.solver_views()
+    values = np.asarray(env.values)
+    right = env.role_moves(SOLVER)[jnp.asarray(values)]          # each problem's true value, as the solver says it
+    proposals = env.role_moves(PROPOSER)                          # problem-major, then claim 0..M
+    _, ts = env.reset(jax.random.PRNGKey(0))
+    proposer_view = ts.obs[PROPOSER]
+
+    def one(p):
+        of = (lambda r: p) if shared else (lambda r: jax.tree.map(lambda x: x[r], p))  # noqa: E731
+        prob = lambda role, v, u: jnp.exp(model.log_prob(of(role), v, role, u)[0])  # noqa: E731
+        solve = jax.vmap(lambda v, u: prob(SOLVER, v, u))(views, right)
+        pose = jax.vmap(lambda u: prob(PROPOSER, proposer_view, u))(proposals)
+        return solve, pose.reshape(len(values), -1)
+
+    solve, pose = (np.asarray(x, np.float64) for x in jax.jit(jax.vmap(one))(params))
+    posed = pose.sum(-1)                                          # [S, P] each problem, any claim
+    valid = posed.sum(-1)
+    share = posed / np.maximum(valid[:, None], 1e-12)
+    claim = pose[:, np.arange(len(values)), values].sum(-1) / np.maximum(valid, 1e-12)
+    learn = 4 * solve * (1 - solve)
+    entropy = -(share * np.log(np.maximum(share, 1e-12))).sum(-1)
+    return {"solver_all": solve.mean(-1), "solver_posed": (share * solve).sum(-1), "valid": valid,
+            "claim": claim, "problems": np.exp(entropy), "learn_posed": (share * learn).sum(-1),
+            "learn_all": learn.mean(-1)}
+
+
+def curve(result, rows: list[dict], algo: dict, seeds: int, updates: int) -> list[dict]:
+    """Exact scores of every checkpoint and the run's evaluations, per chunk: values per seed."""
+    env = coplay.make("text:arithmetic_roles", **ENV)
+    config = Config(**{**MODEL, **algo})          # (the model does not depend on num_envs)
+    model = GRPO(config, env, 1).model
+    points = []
+    for i, path in enumerate(checkpoint.list_checkpoints(result.run_dir / "checkpoints")):
+        state, _ = checkpoint.load(path, result.state)
+        point = {k: v.tolist() for k, v in exact_scores(env, model, state.params, config.share_params).items()}
+        chunk = sorted((r for r in rows if int(r["chunk"]) == i), key=lambda r: int(r["seed"]))
+        for key in ("eval/verified", "eval/solved", "eval/proposed"):
+            point[key.split("/")[1] + "_eval"] = [float(r[key]) for r in chunk]
+        point["updates"] = (i + 1) * updates // CHUNKS
+        points.append(point)
+    return points
+
+
+def dr_mas_comparison(seeds: int, updates: int, out: Path) -> list[dict]:
+    results = []
+    scale = [float(s) for s in SCALE.split(",")]
+    for estimator in ("grpo", "dr_mas"):
+        algo = {**BASE, "estimator": estimator}
+        result, rows, seconds = train(algo, {**ENV, "reward_scale": SCALE}, seeds, updates, out, f"scaled-{estimator}")
+        last = max(int(r["chunk"]) for r in rows)
+        final = sorted((r for r in rows if int(r["chunk"]) == last), key=lambda r: int(r["seed"]))
+
+        def per_seed(key: str, final: list = final) -> np.ndarray:
+            return np.asarray([float(r[key]) for r in final])
+
+        grad = np.asarray([np.mean([float(r["grad_norm"]) for r in rows if int(r["seed"]) == s])
+                           for s in range(seeds)])
+        entry = {"estimator": estimator, "seconds": round(seconds, 1),
+                 "grad_norm": summarize(grad).as_dict(),
+                 "grad_norm_last": summarize(per_seed("grad_norm")).as_dict()}
+        for i, role in enumerate(("proposer", "solver", "verifier")):
+            entry[f"return_{role}"] = summarize(per_seed(f"return/{i}") / scale[i]).as_dict()
+        for key in ("proposed", "claim_correct", "solved", "verified"):
+            entry[key] = summarize(per_seed(f"eval/{key}")).as_dict()
+        results.append(entry)
+        print(json.dumps(entry), flush=True)
+    return results
+
+
+def fmt(s: dict) -> str:
+    return f"{s['iqm']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
+
+
+def iqm(values) -> float:
+    return summarize(np.asarray(values)).value
+
+
+def posed(point: dict, key: str, spec: str = ".2f") -> str:
+    """A figure about the problems the proposer poses: "-" where it writes well-formed
+    problems less than 5% of the time (the figure would describe almost nothing it says)."""
+    return "-" if iqm(point["valid"]) < 0.05 else format(iqm(point[key]), spec)
+
+
+def tables(learning: dict, settings: list[dict], scaled: list[dict], info: str, seeds: int, updates: int,
+           scaled_updates: int) -> str:
+    env = ", ".join(f"{k}={v}" for k, v in ENV.items())
+    model = ", ".join(f"{k}={v}" for k, v in MODEL.items())
+    lines = [
+        "## Three roles trained together: proposer, solver and verifier on arithmetic in words",
+        "",
+        f"`python benchmarks/grpo_roles.py` on {info}. `algo=grpo` on `text:arithmetic_roles` ({env}), "
+        f"one model for the three roles ({model}), {EPISODES} episodes per update in groups of 8, {updates} "
+        f"updates, seeds 0..{seeds - 1}. Scored exactly {CHUNKS} times in the run from the policy's "
+        "log-probabilities: the solver's probability of the true value averaged over all 25 problems and over the "
+        "problems the proposer poses; the proposer's probability of writing a well-formed problem, of a right "
+        "claim, the number of problems it poses (exp of its entropy) and the learnability 4p(1-p) of its problems "
+        "beside that of all problems (\"-\" while it writes well-formed problems less than 5% of the time); the "
+        "verifier's right verdicts are sampled (`eval/verified`). IQM over seeds.",
+        "",
+        f"Main run: {', '.join(f'{k}={v}' for k, v in BASE.items())} ({learning['seconds']:g} s).",
+        "",
+        "| updates | solver, all problems | solver, posed problems | proposer well-formed | right claim "
+        "| problems posed | learnability posed / all | verifier right |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for p in learning["points"]:
+        lines.append(f"| {p['updates']} | {iqm(p['solver_all']):.2f} | {posed(p, 'solver_posed')} "
+                     f"| {iqm(p['valid']):.2f} | {posed(p, 'claim')} | {posed(p, 'problems', '.1f')} "
+                     f"| {posed(p, 'learn_posed')} / {iqm(p['learn_all']):.2f} | {iqm(p['verified_eval']):.2f} |")
+    lines += [
+        "",
+        "Per seed at the end (solver on all problems; proposer well-formed; problems posed):",
+        "",
+    ]
+    end = learning["points"][-1]
+    for s in range(seeds):
+        lines.append(f"- seed {s}: solver {end['solver_all'][s]:.2f} (best on the way "
+                     f"{max(p['solver_all'][s] for p in learning['points']):.2f}), proposer well-formed "
+                     f"{end['valid'][s]:.2f}, {end['problems'][s]:.1f} problems, solver on them "
+                     f"{end['solver_posed'][s]:.2f}")
+    lines += [
+        "",
+        "Other settings, same budget and seeds (at the end; best solver accuracy on all problems on the way):",
+        "",
+        "| setting | solver, all problems | best on the way | solver, posed problems | proposer well-formed "
+        "| problems posed | verifier right | wall time (s) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in settings:
+        end = r["points"][-1]
+        best = [max(p["solver_all"][s] for p in r["points"]) for s in range(seeds)]
+        lines.append(f"| {r['name']} | {iqm(end['solver_all']):.2f} | {iqm(best):.2f} | {posed(end, 'solver_posed')} "
+                     f"| {iqm(end['valid']):.2f} | {posed(end, 'problems', '.1f')} | {iqm(end['verified_eval']):.2f} "
+                     f"| {r['seconds']:g} |")
+    lines += ["", "Over the run (IQM over seeds, by update): solver on all problems / proposer well-formed:", ""]
+    for r in [learning, *settings]:
+        points = ", ".join(f"{p['updates']}: {iqm(p['solver_all']):.2f} / {iqm(p['valid']):.2f}"
+                           for p in r["points"][1::2])
+        lines.append(f"- {r['name']}: {points}")
+    lines += [
+        "",
+        f"Dr. MAS against GRPO with the solver's rewards x100 (`env.reward_scale={SCALE}`), {scaled_updates} "
+        f"updates, seeds 0..{seeds - 1}, otherwise the main run's settings. Success rates from the run's last "
+        "evaluation (sampled; not scaled), returns from the last chunk's training episodes divided by the "
+        "role's scale, gradient norm (before clipping at 1) averaged over the run and in the last chunk. "
+        "IQM [95% CI] over seeds.",
+        "",
+        "| estimator | proposer well-formed | right claim | solver right | verifier right | return: proposer "
+        "| solver | verifier | grad norm (run) | grad norm (last) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in scaled:
+        lines.append(f"| {r['estimator']} | {fmt(r['proposed'])} | {fmt(r['claim_correct'])} | {fmt(r['solved'])} "
+                     f"| {fmt(r['verified'])} | {fmt(r['return_proposer'])} | {fmt(r['return_solver'])} "
+                     f"| {fmt(r['return_verifier'])} | {fmt(r['grad_norm'])} | {fmt(r['grad_norm_last'])} |")
+    lines += ["", "Findings, computed from the tables: " + findings(learning, scaled, seeds)]
+    return "\n".join(lines)
+
+
+def findings(learning: dict, scaled: list[dict], seeds: int) -> str:
+    points = learning["points"]
+    solver = [iqm(p["solver_all"]) for p in points]
+    formed = [next((p["updates"] for p in points if p["valid"][s] >= 0.5), None) for s in range(seeds)]
+    end = points[-1]
+    text = (f"main run: the solver's accuracy on all problems goes from {solver[0]:.2f} to at most "
+            f"{max(solver):.2f} and ends at {solver[-1]:.2f}, on the problems posed it ends at "
+            f"{iqm(end['solver_posed']):.2f}; the proposer writes well-formed problems half the time or more "
+            f"from update {', '.join('never' if u is None else str(u) for u in formed)} (seed by seed) and "
+            f"ends posing {iqm(end['problems']):.1f} problem(s) of learnability {iqm(end['learn_posed']):.2f} "
+            f"(all problems: {iqm(end['learn_all']):.2f}); the verifier ends right {iqm(end['verified_eval']):.2f} "
+            "of the time.")
+    by = {r["estimator"]: r for r in scaled}
+    if {"grpo", "dr_mas"} <= set(by):
+        parts = []
+        for key, what in (("proposed", "proposer well-formed"), ("solved", "solver right"),
+                          ("verified", "verifier right")):
+            a, b = by["dr_mas"][key], by["grpo"][key]
+            apart = a["ci_low"] > b["ci_high"] or b["ci_low"] > a["ci_high"]
+            parts.append(f"{what} {a['iqm']:.2f} against {b['iqm']:.2f} (CIs {'apart' if apart else 'overlap'})")
+        text += " Rewards x100 for the solver, dr_mas against grpo: " + "; ".join(parts) + "."
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--updates", type=int, default=300)
+    parser.add_argument("--scaled-updates", type=int, default=200)
+    parser.add_argument("--quick", action="store_true", help="1 seed, 20 updates, nothing written")
+    args = parser.parse_args()
+    seeds, updates, scaled_updates = (1, 20, 20) if args.quick else (args.seeds, args.updates, args.scaled_updates)
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        for name, algo in (SETTINGS.items() if not args.quick else list(SETTINGS.items())[:1]):
+            result, rows, seconds = train(algo, ENV, seeds, updates, out, name.split(",")[0])
+            runs.append({"name": name, "algo": algo, "seconds": round(seconds, 1),
+                         "points": curve(result, rows, algo, seeds, updates)})
+            end = runs[-1]["points"][-1]
+            print(json.dumps({"name": name, "seconds": runs[-1]["seconds"],
+                              **{k: v for k, v in end.items() if k != "updates"}}), flush=True)
+        scaled = dr_mas_comparison(seeds, scaled_updates, out)
+    if args.quick:
+        return
+    info = machine()
+    path = ROOT / "benchmarks" / "results" / "grpo_roles.json"
+    path.write_text(json.dumps({"machine": info, "seeds": seeds, "updates": updates, "env": ENV, "model": MODEL,
+                                "runs": runs, "scaled": scaled, "scaled_updates": scaled_updates}, indent=2))
+    write_section("grpo_roles", tables(runs[0], runs[1:], scaled, info, seeds, updates, scaled_updates))
+
+
+if __name__ == "__main__":
+    main()
