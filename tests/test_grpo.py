@@ -6,6 +6,7 @@ per seat resumed exactly, and `coplay eval` printing sample dialogues."""
 from __future__ import annotations
 
 import csv
+import json
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +22,7 @@ from coplay.envs.text.vocab import PAD
 from coplay.eval.text_policies import score_text_policy
 from coplay.experiment.config import parse_overrides
 from coplay.experiment.runner import plan
+from coplay.experiment.tournament import run_tournament
 
 KUHN = ["algo=grpo", "env=text:kuhn_poker", "seeds=1", "progress=false", "tensorboard=false"]
 
@@ -82,9 +84,10 @@ def test_token_normalisations(norm, expected):
 
 def test_kuhn_in_words_self_play_learns_to_speak_with_its_exploitability_scored_every_chunk(tmp_path):
     """From a random token policy, about half of whose utterances name no move, to
-    almost none; the exact exploitability of the text policy is in every chunk's
+    almost none, and from the exploitability of uniform play (0.458) to below 0.2; the
+    exact exploitability of the text policy is in every chunk's
     evaluation and matches the tree's score of the final parameters."""
-    args = KUHN + ["algo.num_envs=32", "algo.group_size=8", "total_steps=3840", "chunk_steps=960",
+    args = KUHN + ["algo.num_envs=32", "algo.group_size=8", "total_steps=9216", "chunk_steps=2304",
                    "eval_every=1", "eval_episodes=16", f"out_dir={tmp_path}"]
     run = coplay.train(args)
     rows = list(csv.DictReader((run.run_dir / "metrics.csv").open()))
@@ -92,10 +95,18 @@ def test_kuhn_in_words_self_play_learns_to_speak_with_its_exploitability_scored_
     assert float(rows[0]["invalid"]) > 0.1 and float(rows[-1]["invalid"]) < 0.01
     final = run.summary["final"]
     assert final["invalid_utterance"]["iqm"] < 0.01 and final["invalid_mass"]["iqm"] < 0.01
+    assert final["exploitability"]["iqm"] < 0.2          # a uniformly random move policy: 0.458
     trainer = plan(parse_overrides(args)).trainer
     params = jax.tree.map(lambda x: x[0], trainer.policy_params(run.state))
     exact = score_text_policy(trainer.env, trainer.model, params)
     assert float(exact.exploitability) == pytest.approx(final["exploitability"]["per_seed"][0], abs=1e-5)
+
+    # Beside a bot, the text policy plays the tree game underneath its text game.
+    me = run.run_dir.name
+    run_tournament([str(run.run_dir), "random"], games=100, out_dir=tmp_path / "tour", bootstrap=10)
+    record = json.loads((tmp_path / "tour" / "tournament.json").read_text())
+    assert record["env"] == "tree:kuhn_poker" and record["players"] == [me, "random"]
+    assert record["illegal_losses"]["random"] == 0 and record["illegal_losses"][me] <= 10     # of 200 games
 
 
 def test_a_pool_of_snapshots_one_model_per_seat_and_a_baseline_resume_exactly_and_eval_prints_dialogues(
