@@ -251,6 +251,11 @@ def test_unknown_names_and_bad_counts():
         Results(("a", "b"), np.array([[[1, 0, 0], [0, 0, 0]], [[0, 0, 0], [0, 0, 0]]]))
     with pytest.raises(ConfigError, match=r"shape \[P, P, 3\]"):
         Results(("a", "b"), np.ones((2, 3)))
+    one_game = np.array([[[1, 0, 0], [0, 0, 0]], [[0, 0, 0], [0, 0, 0]]])[:, ::-1]     # a beat b
+    with pytest.raises(ConfigError, match=r"illegal must be \[P, P\].*shape \(2,\)"):
+        Results(("a", "b"), one_game, illegal=np.zeros(2))
+    with pytest.raises(ConfigError, match="zero diagonal"):
+        Results(("a", "b"), one_game, illegal=np.eye(2))
     with pytest.raises(ConfigError, match="non-negative, got -1 draws for 'a' vs 'b'"):
         Results.from_pairs({("a", "b"): (2, -1, 0)})
     with pytest.raises(ConfigError, match="duplicate player names: 'a'"):

@@ -12,7 +12,7 @@ import pytest
 
 import coplay
 from coplay.algos.base import Policy
-from coplay.algos.common.matches import make_match, no_carry
+from coplay.algos.common.matches import env_signature, make_match, no_carry
 from coplay.core.errors import UnknownNameError
 from coplay.envs.text import VOCAB
 from coplay.eval.bots import tic_tac_toe_minimax
@@ -100,6 +100,7 @@ def test_a_text_policy_plays_the_game_underneath_beside_its_bots_with_invalid_ut
     np.testing.assert_array_equal(in_words["illegal"], underneath["illegal"])
 
     game = text.game
+    assert env_signature(game) == env_signature(coplay.make("tic_tac_toe"))   # policies trained on it can sit here
     players = [Player("nonsense", speaker(text, nonsense)), Player("minimax", tic_tac_toe_minimax(game))]
     results = round_robin(game, players, games=20, key=jax.random.PRNGKey(0))
     assert results.totals[0, 1].tolist() == [0, 0, 2 * 20]               # nonsense loses every game, both seats

@@ -88,7 +88,7 @@ def test_bad_text_environments_are_refused_before_compiling(monkeypatch):
         coplay.make("text:kuhn_poker", invalid="quit")
     with pytest.raises(ConfigError, match="max_tokens=0 is shorter than the longest move"):
         coplay.make("text:kuhn_poker", max_tokens=0)
-    with pytest.raises(UnknownNameError):
+    with pytest.raises(UnknownNameError, match="'chess'.*kuhn_poker.*nim.*tic_tac_toe"):   # every text:<name>
         coplay.make("text:chess")
     monkeypatch.setattr(KuhnRules, "text_view", lambda self, h, p: None)
     with pytest.raises(ConfigError, match="'kuhn_poker' has no text rendering"):

@@ -86,7 +86,8 @@ class Registry:
 
     def _resolve(self, p: Prefix, name: str, rest: str) -> Entry:
         if p.choices is not None:
-            valid = list(p.choices())
+            under = p.prefix + SEPARATOR
+            valid = sorted({*p.choices(), *(n[len(under):] for n in self._entries if n.startswith(under))})
             if rest not in valid:
                 raise unknown_name(f"{self.what} under prefix {p.prefix + SEPARATOR!r}:", rest, valid)
         elif not rest:

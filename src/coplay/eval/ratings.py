@@ -98,6 +98,12 @@ class Results:
         counts.setflags(write=False)
         object.__setattr__(self, "players", players)
         object.__setattr__(self, "counts", counts)
+        if self.illegal is not None:
+            illegal = np.asarray(self.illegal)
+            if illegal.shape != (P, P) or np.any(illegal < 0) or np.any(np.diag(illegal)):
+                raise ConfigError(f"illegal must be [P, P] = {(P, P)} non-negative game counts with a zero "
+                                  f"diagonal, got shape {illegal.shape}")
+            object.__setattr__(self, "illegal", illegal.astype(np.int64))
 
     @classmethod
     def from_games(cls, games: Sequence[GameLike], players: Sequence[str] | None = None) -> Results:

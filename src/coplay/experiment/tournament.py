@@ -22,6 +22,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from coplay.algos.base import Policy
 from coplay.algos.common.matches import bare_env, env_signature
 from coplay.core.config import parse_scalar
 from coplay.core.env import Env
@@ -105,12 +106,16 @@ def _common_env(runs: dict[str, LoadedRun], bots: bool, fields: dict[str, Any]) 
     return name, {**json.loads(cfg), **fields}
 
 
-def _speaking(player: Player, env: Env) -> Player:
-    """A text policy seated in the game underneath its text game plays through `speaker`."""
+def _speaking(player: Player, env: Env, spoken: dict[int, Policy]) -> Player:
+    """A text policy seated in the game underneath its text game plays through `speaker`
+    (one per policy, kept in `spoken`, so that the seeds of a run still share one policy
+    and one compiled match)."""
     text = bare_env(player.policy.env)
     if isinstance(text, TextGame) and env_signature(text) != env_signature(env) \
             and env_signature(text.game) == env_signature(env):
-        return Player(player.name, speaker(text, player.policy), player.params)
+        if id(player.policy) not in spoken:
+            spoken[id(player.policy)] = speaker(text, player.policy)
+        return Player(player.name, spoken[id(player.policy)], player.params)
     return player
 
 
@@ -131,12 +136,13 @@ def run_tournament(entries: list[str], overrides: list[str] | None = None, games
     env = ENVS.make(env_name, **env_fields)
 
     players: list[Player] = []
+    spoken: dict[int, Policy] = {}
     for entry in entries:
         if entry in BOTS:
             players.append(Player(entry, make_bot(entry, env)))
         else:
             path, k = _split_seed(entry)
-            players.extend(_speaking(p, env) for p in _run_players(entry, runs[path], k))
+            players.extend(_speaking(p, env, spoken) for p in _run_players(entry, runs[path], k))
 
     results = round_robin(env, players, games, jax.random.PRNGKey(seed), opening_moves)
     rows = ratings_table(results, reps=bootstrap, seed=seed)

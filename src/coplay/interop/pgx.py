@@ -477,7 +477,7 @@ class TextBoardGame(TextGame):
             raise unknown_name("board game in words", name, BOARDS)
         check_invalid(invalid)
         title, rows, cols = BOARDS[name]
-        game = make_pgx(name)
+        game = PgxEnv(name, name=name)             # the game as registered: `tic_tac_toe`, `connect_four`
         self.rows, self.cols = rows, cols
         self._title = jnp.asarray(VOCAB.encode(f"{title} , you are"))
         self._symbols = jnp.asarray(VOCAB.encode("x o"))

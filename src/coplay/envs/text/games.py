@@ -134,8 +134,7 @@ class TextGame(TextEnv):
         k_move, k_step = jax.random.split(key)
         if self.invalid == "random":
             move = jnp.where(invalid, jax.random.categorical(k_move, jnp.where(legal, 0.0, -jnp.inf)), move)
-        else:
-            move = jnp.where(invalid, -1, move)         # an illegal move: the game's forfeit
+        # else the move as named (-1 where none is): an illegal one is the game's forfeit
         game, ts = self.game.step(state.game, jnp.full(n, move, jnp.int32), k_step)
         new = TextGameState(game, ts.active, ts.action_mask)
         return new, self._timestep(new, ts, jax.nn.one_hot(mover, n, dtype=bool) & invalid)
