@@ -22,7 +22,7 @@ random legal move is played instead. Either way `info["invalid_utterance"]`
 counts it.
 
 Two families use it: the exact trees (`text:kuhn_poker`, `text:leduc_holdem`,
-`coplay.envs.text.tree_games`) and pgx's boards (`coplay.interop.pgx`):
+`coplay.envs.text.tree_games`) and pgx's boards (`coplay.interop.pgx`).
 
 A text policy also plays in the game underneath, beside policies and bots
 built for it (`coplay.eval.text_policies.speaker`): it reads the views that
