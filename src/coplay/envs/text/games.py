@@ -59,6 +59,21 @@ def parse(utterance: jax.Array, moves: jax.Array) -> jax.Array:
     return jnp.where(match.any(), jnp.argmax(match), -1)
 
 
+def read_move(utterance: jax.Array, moves: jax.Array, legal: jax.Array, live: jax.Array, invalid: str,
+              key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The move a speaker's `utterance [T]` names among `moves [A, T]`, `legal [A]` now:
+    `(move, invalid, forfeit)`. `invalid`: the game is `live` and the utterance names no
+    legal move. With `invalid="random"` a uniformly random legal move replaces it (no
+    forfeit); with `"forfeit"` the move stays as named (-1 where none is) and
+    `forfeit = invalid`."""
+    move = parse(utterance, moves)
+    bad = live & ((move < 0) | ~legal[jnp.clip(move, 0)])
+    if invalid == "random":
+        move = jnp.where(bad, jax.random.categorical(key, jnp.where(legal, 0.0, -jnp.inf)), move)
+        return move, bad, jnp.zeros_like(bad)
+    return move, bad, bad
+
+
 def move_table(move_texts: Sequence[str], max_tokens: int, where: str) -> jax.Array:
     """`[A, T]` token ids of each move's text, `<end>` where it is shorter than T,
     then `<pad>`; refuses a T shorter than the longest move."""
@@ -128,13 +143,10 @@ class TextGame(TextEnv):
     def _step(self, state: TextGameState, actions, key):
         n = self.spec.num_agents
         mover = jnp.argmax(state.active)
-        move = parse(jnp.asarray(actions)[mover], self._moves)
-        legal = state.legal[mover]
-        invalid = state.active.any() & ((move < 0) | ~legal[jnp.clip(move, 0)])
         k_move, k_step = jax.random.split(key)
-        if self.invalid == "random":
-            move = jnp.where(invalid, jax.random.categorical(k_move, jnp.where(legal, 0.0, -jnp.inf)), move)
-        # else the move as named (-1 where none is): an illegal one is the game's forfeit
+        # a forfeit plays the move as named (-1 where none is): an illegal move, the game's forfeit
+        move, invalid, _ = read_move(jnp.asarray(actions)[mover], self._moves, state.legal[mover],
+                                     state.active.any(), self.invalid, k_move)
         game, ts = self.game.step(state.game, jnp.full(n, move, jnp.int32), k_step)
         new = TextGameState(game, ts.active, ts.action_mask)
         return new, self._timestep(new, ts, jax.nn.one_hot(mover, n, dtype=bool) & invalid)

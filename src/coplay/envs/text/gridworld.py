@@ -56,7 +56,8 @@ from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.text.base import TextEnv
-from coplay.envs.text.tree_games import INVALID_OUTCOMES, parse
+from coplay.envs.text.games import read_move
+from coplay.envs.text.tree_games import INVALID_OUTCOMES
 from coplay.envs.text.vocab import VOCAB
 from coplay.envs.trees.tree import GAME_OVER, YOUR_MOVE
 
@@ -175,13 +176,8 @@ class TextGridworld(TextEnv):
         return state, self._timestep(state, jnp.zeros(1, jnp.float32), no, jnp.zeros(1, bool), no)
 
     def _step(self, state: GridState, actions, key):
-        move = parse(jnp.asarray(actions)[0], self._moves)
-        invalid = ~state.done & (move < 0)
-        if self.invalid == "random":
-            move = jnp.where(invalid, jax.random.randint(key, (), 0, len(MOVES)), move)
-            forfeit = jnp.bool_(False)
-        else:
-            forfeit = invalid
+        move, invalid, forfeit = read_move(jnp.asarray(actions)[0], self._moves, jnp.ones(len(MOVES), bool),
+                                           ~state.done, self.invalid, key)
         row, col = state.pos // self.size + self._steps[move, 0], state.pos % self.size + self._steps[move, 1]
         inside = (row >= 0) & (row < self.size) & (col >= 0) & (col < self.size)
         target = jnp.clip(row, 0, self.size - 1) * self.size + jnp.clip(col, 0, self.size - 1)

@@ -43,7 +43,7 @@ from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.text.base import TextEnv
-from coplay.envs.text.games import check_invalid, move_table, parse
+from coplay.envs.text.games import check_invalid, move_table, read_move
 from coplay.envs.text.vocab import PAD, VOCAB
 from coplay.envs.trees.tree import GAME_OVER, YOUR_MOVE
 
@@ -120,13 +120,8 @@ class TextGuessNumber(TextEnv):
         return state, self._timestep(state, jnp.float32(0.0), jnp.bool_(False), jnp.bool_(False))
 
     def _step(self, state: GuessNumberState, actions, key):
-        move = parse(jnp.asarray(actions)[0], self._moves)            # the guess minus 1, or -1
-        invalid = ~state.done & (move < 0)
-        if self.invalid == "random":
-            move = jnp.where(invalid, jax.random.randint(key, (), 0, self.n, jnp.int32), move)
-            forfeit = jnp.bool_(False)
-        else:
-            forfeit = invalid
+        move, invalid, forfeit = read_move(jnp.asarray(actions)[0], self._moves, jnp.ones(self.n, bool),
+                                           ~state.done, self.invalid, key)       # the guess minus 1, or -1
         guessing = ~state.done & ~forfeit
         guess = move + 1
         win = guessing & (guess == state.secret)

@@ -46,7 +46,7 @@ from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.text.base import TextEnv
-from coplay.envs.text.games import check_invalid, move_table, parse
+from coplay.envs.text.games import check_invalid, move_table, read_move
 from coplay.envs.text.vocab import VOCAB
 from coplay.envs.trees.tree import GAME_OVER, WAIT, YOUR_MOVE
 
@@ -129,13 +129,8 @@ class TextLewis(TextEnv):
 
     def _step(self, state: LewisState, actions, key):
         mover = state.t
-        move = parse(jnp.asarray(actions)[mover], self._utterances[mover])
-        invalid = ~state.done & (move < 0)
-        if self.invalid == "random":
-            move = jnp.where(invalid, jax.random.randint(key, (), 0, self.states), move)
-            forfeit = jnp.bool_(False)
-        else:
-            forfeit = invalid
+        move, invalid, forfeit = read_move(jnp.asarray(actions)[mover], self._utterances[mover],
+                                           jnp.ones(self.states, bool), ~state.done, self.invalid, key)
         plays = ~state.done & ~forfeit
         signal = jnp.where(plays & (mover == 0), move, state.signal)
         choice = jnp.where(plays & (mover == 1), move, state.choice)

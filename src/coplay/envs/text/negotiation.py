@@ -66,7 +66,7 @@ from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.text.base import TextEnv
-from coplay.envs.text.games import check_invalid, move_table, parse
+from coplay.envs.text.games import check_invalid, move_table, read_move
 from coplay.envs.text.vocab import PAD, VOCAB
 from coplay.envs.trees.tree import GAME_OVER, WAIT, YOUR_MOVE
 
@@ -232,14 +232,8 @@ class TextNegotiation(TextEnv):
 
     def _step(self, state: NegotiationState, actions, key):
         playing, mover = ~state.done, state.mover
-        move = parse(jnp.asarray(actions)[mover], self._moves)
-        legal = self.legal_moves(state)
-        invalid = playing & ((move < 0) | ~legal[jnp.clip(move, 0)])
-        if self.invalid == "random":
-            move = jnp.where(invalid, jax.random.categorical(key, jnp.where(legal, 0.0, -jnp.inf)), move)
-            forfeit = jnp.bool_(False)
-        else:
-            forfeit = invalid
+        move, invalid, forfeit = read_move(jnp.asarray(actions)[mover], self._moves, self.legal_moves(state),
+                                           playing, self.invalid, key)
         accept = playing & ~forfeit & (move == self._accept)
         propose = playing & ~forfeit & ~accept
         keep = self._keeps[jnp.clip(move, 0, self._accept - 1)]

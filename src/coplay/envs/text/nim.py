@@ -37,7 +37,7 @@ from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.text.base import TextEnv
-from coplay.envs.text.games import check_invalid, move_table, parse
+from coplay.envs.text.games import check_invalid, move_table, read_move
 from coplay.envs.text.vocab import VOCAB
 from coplay.envs.trees.tree import GAME_OVER, WAIT, YOUR_MOVE
 
@@ -121,14 +121,8 @@ class TextNim(TextEnv):
 
     def _step(self, state: NimState, actions, key):
         mover = state.mover
-        move = parse(jnp.asarray(actions)[mover], self._moves)
-        legal = self.legal_moves(state.piles)
-        invalid = ~state.done & ((move < 0) | ~legal[jnp.clip(move, 0)])
-        if self.invalid == "random":
-            move = jnp.where(invalid, jax.random.categorical(key, jnp.where(legal, 0.0, -jnp.inf)), move)
-            forfeit = jnp.bool_(False)
-        else:
-            forfeit = invalid
+        move, invalid, forfeit = read_move(jnp.asarray(actions)[mover], self._moves, self.legal_moves(state.piles),
+                                           ~state.done, self.invalid, key)
         row = jnp.clip(move, 0)                                         # a forfeit's -1 takes nothing below
         take = jnp.where(state.done | forfeit, 0, self._move_count[row])
         piles = state.piles.at[self._move_pile[row]].add(-take)

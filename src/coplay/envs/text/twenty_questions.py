@@ -53,7 +53,7 @@ from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.text.base import TextEnv
-from coplay.envs.text.games import check_invalid, move_table, parse
+from coplay.envs.text.games import check_invalid, move_table, read_move
 from coplay.envs.text.vocab import PAD, VOCAB
 from coplay.envs.trees.tree import GAME_OVER, YOUR_MOVE
 
@@ -152,14 +152,8 @@ class TextTwentyQuestions(TextEnv):
         return jnp.concatenate([jnp.full(len(WORDS), count < self.max_questions), jnp.ones(self.objects, bool)])
 
     def _step(self, state: TwentyQuestionsState, actions, key):
-        move = parse(jnp.asarray(actions)[0], self._moves)
-        legal = self.legal_moves(state.count)
-        invalid = ~state.done & ((move < 0) | ~legal[jnp.clip(move, 0)])
-        if self.invalid == "random":
-            move = jnp.where(invalid, jax.random.categorical(key, jnp.where(legal, 0.0, -jnp.inf)), move)
-            forfeit = jnp.bool_(False)
-        else:
-            forfeit = invalid
+        move, invalid, forfeit = read_move(jnp.asarray(actions)[0], self._moves, self.legal_moves(state.count),
+                                           ~state.done, self.invalid, key)
         playing = ~state.done & ~forfeit
         ask = playing & (move < len(WORDS))
         guess_now = playing & (move >= len(WORDS))
