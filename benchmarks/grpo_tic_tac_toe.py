@@ -30,8 +30,8 @@ from _common import ROOT, write_section  # noqa: E402
 from train_throughput import machine  # noqa: E402
 
 import coplay  # noqa: E402
+from coplay.algos.common.bots import tic_tac_toe_minimax  # noqa: E402
 from coplay.algos.common.matches import bare_env, make_match, outcomes, random_policy  # noqa: E402
-from coplay.eval.bots import tic_tac_toe_minimax  # noqa: E402
 from coplay.eval.text_policies import speaker  # noqa: E402
 from coplay.experiment.playback import load_run  # noqa: E402
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import coplay
+from coplay.algos.common.bots import random_policy, tic_tac_toe_minimax, tic_tac_toe_optimal_moves
 from coplay.core.compile import jit_once
-from coplay.eval.bots import random_policy, tic_tac_toe_minimax, tic_tac_toe_optimal_moves
 
 pytest.importorskip("pgx")
 

@@ -13,12 +13,12 @@ import coplay
 from coplay.algos import selfplay_ppo
 from coplay.algos.base import Policy
 from coplay.algos.common import opponent_pool
+from coplay.algos.common.bots import make_bot, tic_tac_toe_minimax
 from coplay.algos.common.evaluation import make_evaluator
 from coplay.algos.common.matches import make_match, outcomes, random_policy
 from coplay.core.compile import jit_once
 from coplay.core.env import Wrapper
 from coplay.core.errors import ConfigError
-from coplay.eval.bots import make_bot, tic_tac_toe_minimax
 from coplay.eval.round_robin import Player, round_robin
 from coplay.wrappers import AutoReset, EpisodeStats
 

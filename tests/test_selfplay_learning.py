@@ -19,11 +19,11 @@ import pytest
 from scipy import stats
 
 import coplay
+from coplay.algos.common.bots import tic_tac_toe_minimax
 from coplay.algos.common.matches import make_match, outcomes, random_policy
 from coplay.cli.main import main
 from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError
-from coplay.eval.bots import tic_tac_toe_minimax
 from coplay.eval.ratings import elo
 from coplay.eval.round_robin import Player, round_robin
 from coplay.experiment.runner import train

@@ -12,10 +12,10 @@ import pytest
 
 import coplay
 from coplay.algos.base import Policy
+from coplay.algos.common.bots import tic_tac_toe_minimax
 from coplay.algos.common.matches import env_signature, make_match, no_carry
 from coplay.core.errors import UnknownNameError
 from coplay.envs.text import VOCAB
-from coplay.eval.bots import tic_tac_toe_minimax
 from coplay.eval.round_robin import Player, round_robin
 from coplay.eval.text_policies import speaker
 

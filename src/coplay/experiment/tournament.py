@@ -2,7 +2,7 @@
 
     coplay tournament runs/a runs/b@1 random minimax env=tic_tac_toe --games 200
 
-A player is a scripted bot by name (`coplay.eval.bots.BOTS`), a run directory
+A player is a scripted bot by name (`coplay.algos.common.bots.BOTS`), a run directory
 (one player per seed of its newest checkpoint) or `<run dir>@<seed>` (that
 seed only). The environment comes from `env=` (with `env.<field>=` overrides)
 or, when absent, from the runs, which must all agree. Every player must be
@@ -23,13 +23,13 @@ import jax
 import numpy as np
 
 from coplay.algos.base import Policy
+from coplay.algos.common.bots import BOTS, make_bot
 from coplay.algos.common.matches import bare_env, env_signature
 from coplay.core.config import parse_scalar
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.envs.text.games import TextGame
-from coplay.eval.bots import BOTS, make_bot
 from coplay.eval.ratings import format_table, plot_ratings, ratings_table, win_draw_loss_table
 from coplay.eval.round_robin import Player, round_robin
 from coplay.eval.text_policies import speaker

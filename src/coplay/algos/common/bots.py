@@ -1,5 +1,6 @@
 """Scripted players that act through the common `Policy` interface, so they
-can sit in tournaments, self-play pools and evaluations beside trained ones.
+can sit in tournaments, self-play pools, evaluations and the seats a learner trains
+against (`algo=grpo algo.opponent=random|minimax`) beside trained ones.
 
     action, carry = policy.act(params, obs, mask, key, carry, reset)
     obs: [B, N, *obs_shape], mask: [B, N, A] -> action: [B, N]
