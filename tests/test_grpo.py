@@ -16,6 +16,7 @@ import pytest
 import coplay
 from coplay.algos.grpo import GRPO, Config, view_keys
 from coplay.cli.main import main
+from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError
 from coplay.envs.text.tree_games import TextTreeGame
 from coplay.envs.text.vocab import PAD
@@ -60,6 +61,39 @@ def test_grpo_refuses_an_environment_that_does_not_speak_naming_what_can():
     with pytest.raises(ConfigError, match="actions are utterances") as err:
         plan(parse_overrides(["algo=selfplay_ppo", "env=text:kuhn_poker", "total_steps=100000"]))
     assert "Algorithms that can: grpo" in str(err.value)
+
+
+def test_a_scripted_bot_takes_the_other_seat_says_its_moves_and_is_never_trained():
+    game = coplay.make("text:tic_tac_toe")
+    trainer = GRPO(Config(opponent="minimax", num_envs=16, group_size=2, layers=1), game, num_updates=1)
+    state = trainer.init(jax.random.PRNGKey(0))
+    assert state.pool == {}                                             # no snapshots kept
+    buf, alive, seat, _ = jit_once(trainer._play)(state, jax.random.PRNGKey(1))
+    agent, learner = np.asarray(buf["agent"][..., 0]), np.asarray(buf["learner"][..., 0])
+    seat = np.asarray(seat)
+    assert set(seat.tolist()) == {0, 1} and np.all(seat[::2] == seat[1::2])     # one seat per group
+    bots_turn = agent != seat[None]
+    assert not np.any(learner & bots_turn)                              # only the learner's turns are trained
+    invalid = np.asarray(buf["invalid"])                                # [H, E, N]
+    assert not invalid[:, np.arange(16), 1 - seat].any()                # the bot's words always name a legal move
+    assert bots_turn.any() and np.asarray(alive).sum() == 0
+    returns = np.asarray(buf["reward"].sum(0))[np.arange(16), seat]
+    assert np.all(returns <= 0)                                         # perfect play never loses
+    _, stats = jit_once(trainer.update)(state)
+    assert float(stats["win"]) + float(stats["draw"]) + float(stats["loss"]) == pytest.approx(1.0)
+    assert float(stats["win"]) == 0.0
+
+
+@pytest.mark.parametrize("env, opponent, words", [
+    ("text:kuhn_poker", "minimax", ["the minimax bot plays tic-tac-toe only", "kuhn_poker"]),
+    ("text:nim", "random", ["algo.opponent=random is a scripted bot", "'text:nim' is not a text game",
+                            "latest, uniform, pfsp"]),
+])
+def test_a_bot_opponent_that_cannot_play_the_game_is_refused(env, opponent, words):
+    with pytest.raises(ConfigError) as err:
+        plan(parse_overrides(["algo=grpo", f"env={env}", f"algo.opponent={opponent}", "total_steps=1000"]))
+    for word in words:
+        assert word in str(err.value)
 
 
 def test_equal_views_get_equal_state_keys():
@@ -113,14 +147,14 @@ def test_a_pool_of_snapshots_one_model_per_seat_and_a_baseline_resume_exactly_an
         tmp_path, capsys):
     args = KUHN + ["algo.num_envs=16", "algo.group_size=4", "algo.opponent=pfsp", "algo.snapshot_every=2",
                    "algo.share_params=false", "algo.estimator=rae", "algo.kl_coef=0.05", "algo.width=32",
-                   "total_steps=576", "chunk_steps=192", "eval_episodes=4", f"out_dir={tmp_path}"]
+                   "total_steps=384", "chunk_steps=192", "eval_episodes=4", f"out_dir={tmp_path}"]
     full = coplay.train(args + ["name=full"])
     part = coplay.train(args + ["name=part"], stop_after_chunks=1)
     resumed = coplay.train(args + ["name=part", f"resume={part.run_dir}"])
     for a, b in zip(jax.tree.leaves(full.state), jax.tree.leaves(resumed.state)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     state = full.state
-    assert int(state.pool.filled[0].sum()) == 1 + 12 // 2            # 12 updates, a snapshot every 2
+    assert int(state.pool.filled[0].sum()) == 1 + 8 // 2             # 8 updates, a snapshot every 2
     assert np.all(np.asarray(state.baseline) != 0)                     # rae's baseline moved for both seats
     assert jax.tree.leaves(state.params)[0].shape[:2] == (1, 2)        # [seeds, seats]: a model per seat
     rows = list(csv.DictReader((full.run_dir / "metrics.csv").open()))

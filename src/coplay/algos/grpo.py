@@ -12,8 +12,10 @@ Seats and roles. By default (`opponent=self`) the learner plays every seat of
 every game and learns from every seat, as one model that plays both sides of
 a game in SPIRAL's self-play. With `opponent=latest|uniform|pfsp` the learner
 takes one seat per group (drawn per group) and snapshots of itself from the
-opponent pool (`algos.common.opponent_pool`) take the others; only the
-learner's turns are trained. The model is conditioned on the agent's index
+opponent pool (`algos.common.opponent_pool`) take the others; with a scripted
+bot's name (`opponent=random|minimax`, `algos.common.bots`) that bot takes them,
+playing the game underneath the words (a text game, `TextGame`) and saying the
+move it chose. Only the learner's turns are trained. The model is conditioned on the agent's index
 (its role); `share_params=false` gives every agent index a model of its own.
 
 The loss, for an utterance y with tokens y_1..y_n, sequence advantage A and
@@ -47,6 +49,7 @@ from flax import struct
 
 from coplay.algos.base import Capabilities, Evaluator, Health, Policy, RolloutConfig, Trainer
 from coplay.algos.common import opponent_pool, ppo
+from coplay.algos.common.bots import BOTS, make_bot
 from coplay.algos.common.evaluation import make_evaluator
 from coplay.algos.common.group_advantages import ESTIMATORS, Episodes, estimator
 from coplay.algos.common.matches import outcomes
@@ -56,11 +59,13 @@ from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.types import EnvSpec
 from coplay.envs.text.base import TextEnv
+from coplay.envs.text.games import TextGame
 from coplay.envs.text.vocab import PAD, spoken
 from coplay.nets.token_policy import TokenPolicy, Utterance
 from coplay.wrappers import EpisodeStats
 
-OPPONENTS = ("self", "latest", "uniform", "pfsp")
+POOL_OPPONENTS = ("latest", "uniform", "pfsp")
+OPPONENTS = ("self", *POOL_OPPONENTS, *BOTS)
 TOKEN_NORMS = ("sequence", "token", "constant")
 ALPHABETS = ("speech", "all")
 
@@ -94,9 +99,10 @@ class Config(RolloutConfig):
                                     "which of them, in what order and where to stop is still learned) or all "
                                     "(the whole vocabulary)", choices=ALPHABETS)
     share_params: bool = param(True, "one model for every seat and role (else one per agent index)")
-    opponent: str = param("self", "who plays the other seats: self (the learner, every seat learns) or a "
-                                  "snapshot from the pool drawn latest, uniform or by pfsp (the learner takes "
-                                  "one seat per group)", choices=OPPONENTS)
+    opponent: str = param("self", "who plays the other seats: self (the learner, every seat learns), a "
+                                  "snapshot from the pool drawn latest, uniform or by pfsp, or a scripted bot "
+                                  "(random, minimax) playing the game under a text game's words (the learner "
+                                  "takes one seat per group)", choices=OPPONENTS)
     pool_size: int = param(8, "snapshots kept in the opponent pool (the oldest leaves first)", min=1)
     snapshot_every: int = param(10, "updates between snapshots of the learner joining the pool", min=1)
     pfsp_power: float = param(2.0, "PFSP weight (1 - score rate) ** power", min=0.0)
@@ -124,7 +130,7 @@ class TrainState:
     params: Any          # one model, or each leaf [N, ...] (one per agent index) with share_params=false
     opt_state: Any
     reference: Any       # the initial params where kl_coef > 0, else {}
-    pool: Any            # opponent_pool.Pool with a pool opponent, else {}
+    pool: Any            # opponent_pool.Pool with a pool opponent (latest, uniform, pfsp), else {}
     baseline: jax.Array  # [1, N] rae's moving average per role (unused by the other estimators)
     key: jax.Array
     updates: jax.Array
@@ -174,6 +180,14 @@ class GRPO(Trainer[Config]):
         if not isinstance(env, TextEnv):
             raise ConfigError(f"grpo trains a token-level policy on text environments (coplay.envs.text.TextEnv), "
                               f"and {spec.name!r} is a {type(env).__name__}")
+        self.bot: Policy | None = None
+        if c.opponent in BOTS:
+            if not isinstance(env, TextGame):
+                raise ConfigError(f"algo.opponent={c.opponent} is a scripted bot, which plays the game under a text "
+                                  f"game's words, and {spec.name!r} is not a text game (a TextGame: text:kuhn_poker, "
+                                  f"text:leduc_holdem, text:tic_tac_toe, text:connect_four); use "
+                                  f"algo.opponent=self or one of {', '.join(POOL_OPPONENTS)}")
+            self.bot = make_bot(c.opponent, env.game)
         self.horizon = c.horizon(spec)
         self.turn_based = spec.turn_based and n > 1
         self.slots = 1 if self.turn_based else n        # utterances written per step
@@ -230,7 +244,7 @@ class GRPO(Trainer[Config]):
         k_params, k_state = jax.random.split(key)
         params = self._fresh_params(k_params)
         c = self.config
-        pool: Any = opponent_pool.create(params, c.pool_size) if c.opponent != "self" else {}
+        pool: Any = opponent_pool.create(params, c.pool_size) if c.opponent in POOL_OPPONENTS else {}
         return TrainState(params=params, opt_state=self.optimizer.init(params),
                           reference=params if c.kl_coef > 0 else {}, pool=pool,
                           baseline=jnp.zeros((1, self.num_agents), jnp.float32), key=k_state,
@@ -292,8 +306,10 @@ class GRPO(Trainer[Config]):
             opponent = jnp.zeros((e,), jnp.int32)
         else:
             seat = jnp.repeat(jax.random.randint(k_seat, (groups,), 0, n, jnp.int32), c.group_size)
-            drawn = opponent_pool.sample(state.pool, k_opp, groups, c.opponent, c.pfsp_power)
-            opponent = jnp.repeat(drawn, c.group_size)
+            opponent = jnp.zeros((e,), jnp.int32)
+            if c.opponent in POOL_OPPONENTS:
+                drawn = opponent_pool.sample(state.pool, k_opp, groups, c.opponent, c.pfsp_power)
+                opponent = jnp.repeat(drawn, c.group_size)
         t_max = self.max_tokens
         buffers = {
             "view": jnp.zeros((h, e, k_slots, self.view_len), jnp.int32),
@@ -322,11 +338,7 @@ class GRPO(Trainer[Config]):
             if c.opponent == "self":
                 learner = spoke
             else:
-                def against(p, v, a, kk):   # one game's opponent, with its own parameters
-                    return jax.tree.map(lambda x: x[0], self._generate(p, v[None], a[None], kk))
-
-                theirs = jax.vmap(against)(opponent_pool.gather(state.pool, opponent), views, agents,
-                                           jax.random.split(k_them, e))
+                theirs = self._opponents(state, env_state, views, agents, opponent, k_them)
                 mine = agents == seat[:, None]
                 said = jax.tree.map(lambda a, b: jnp.where(mine.reshape(*mine.shape, *([1] * (a.ndim - 2))), a, b),
                                     said, theirs)
@@ -348,6 +360,25 @@ class GRPO(Trainer[Config]):
         start = (env_state, ts, jnp.ones((e,), bool), buffers)
         _, _, alive, buf = play_until_done(self.env, h, body, start, lambda carry: ~carry[2])
         return buf, alive, seat, opponent
+
+    def _opponents(self, state: TrainState, env_state: Any, views: jax.Array, agents: jax.Array,
+                   opponent: jax.Array, key: jax.Array) -> Utterance:
+        """What the opponents would say in every game [E] (kept where they are to speak):
+        a pool snapshot's utterance, or the scripted bot's move in words."""
+        e = agents.shape[0]
+        if self.bot is None:
+            def against(p, v, a, kk):   # one game's opponent, with its own parameters
+                return jax.tree.map(lambda x: x[0], self._generate(p, v[None], a[None], kk))
+
+            return jax.vmap(against)(opponent_pool.gather(state.pool, opponent), views, agents,
+                                     jax.random.split(key, e))
+        game: TextGame = self.env  # type: ignore[assignment]  # checked in __init__
+        moves, _ = self.bot.act(None, env_state.obs, env_state.legal, key, self.bot.initial_carry((e,)),
+                                jnp.zeros((e,), bool))                                      # [E, N]
+        tokens = game.utterance_of(_row(moves, agents))                                    # [E, K, T]
+        zeros = jnp.zeros(tokens.shape[:-1], jnp.float32)
+        return Utterance(tokens=tokens, log_prob=zeros, length=jnp.sum(spoken(tokens), axis=-1).astype(jnp.int32),
+                         token_log_prob=jnp.zeros(tokens.shape, jnp.float32))
 
     def _advantages(self, buf: dict, state: TrainState) -> tuple[jax.Array, jax.Array]:
         """Per-turn advantages [H, E, N] from the update's episodes, and the new baseline."""
@@ -414,8 +445,9 @@ class GRPO(Trainer[Config]):
         updates = state.updates + 1
         if c.opponent != "self":
             result = outcomes(returns, seat)
-            pool = opponent_pool.record(pool, opponent, result["points"], ~alive, c.pfsp_decay)
-            pool = opponent_pool.add(pool, params, updates, updates % c.snapshot_every == 0)
+            if c.opponent in POOL_OPPONENTS:
+                pool = opponent_pool.record(pool, opponent, result["points"], ~alive, c.pfsp_decay)
+                pool = opponent_pool.add(pool, params, updates, updates % c.snapshot_every == 0)
             stats.update({"return": result["return"].mean(), "win": result["win"].mean(),
                           "draw": result["draw"].mean(), "loss": result["loss"].mean()})
         stats.update(self._metrics(buf, batch, returns, alive))

@@ -96,6 +96,7 @@ class TextGameState:
     game: Any            # the game's own state
     active: jax.Array    # [N] bool the player to move (the game's last TimeStep)
     legal: jax.Array     # [N, A] bool the game's action mask
+    obs: Any             # [N, ...] the game's own observations (what a scripted bot of the game reads)
 
 
 class TextGame(TextEnv):
@@ -128,6 +129,11 @@ class TextGame(TextEnv):
         flat = utterances.reshape(-1, utterances.shape[-1])
         return jax.vmap(parse, in_axes=(0, None))(flat, self._moves).reshape(utterances.shape[:-1])
 
+    def utterance_of(self, moves: jax.Array) -> jax.Array:
+        """`[...]` move indices -> `[..., T]` the utterance that names each (the move's
+        words, `<end>`, `<pad>`): how a scripted player of the game speaks."""
+        return self._moves[moves]
+
     def _timestep(self, state: TextGameState, ts: TimeStep, invalid: jax.Array) -> TimeStep:
         views = self.text_views(state.game)
         n = self.spec.num_agents
@@ -137,7 +143,7 @@ class TextGame(TextEnv):
 
     def _reset(self, key):
         game, ts = self.game.reset(key)
-        state = TextGameState(game, ts.active, ts.action_mask)
+        state = TextGameState(game, ts.active, ts.action_mask, ts.obs)
         return state, self._timestep(state, ts, jnp.zeros(self.spec.num_agents, bool))
 
     def _step(self, state: TextGameState, actions, key):
@@ -148,7 +154,7 @@ class TextGame(TextEnv):
         move, invalid, _ = read_move(jnp.asarray(actions)[mover], self._moves, state.legal[mover],
                                      state.active.any(), self.invalid, k_move)
         game, ts = self.game.step(state.game, jnp.full(n, move, jnp.int32), k_step)
-        new = TextGameState(game, ts.active, ts.action_mask)
+        new = TextGameState(game, ts.active, ts.action_mask, ts.obs)
         return new, self._timestep(new, ts, jax.nn.one_hot(mover, n, dtype=bool) & invalid)
 
     def base_state(self, state: TextGameState) -> Any:
