@@ -91,8 +91,9 @@ def test_force_coop_levels_need_everyone():
 
 def test_spawn_rules():
     env = Foraging(grid_size=8, n_agents=3, n_food=3)
+    states, _ = jax.jit(jax.vmap(env.reset))(jax.vmap(jax.random.PRNGKey)(jnp.arange(20)))
     for i in range(20):
-        state, _ = env.reset(jax.random.PRNGKey(i))
+        state = jax.tree.map(lambda x, i=i: np.asarray(x[i]), states)
         food = np.asarray(state.food_pos)
         agents = np.asarray(state.agent_pos)
         assert np.all((food >= 1) & (food <= 6)), "food on the border"

@@ -63,7 +63,7 @@ def test_penalty_game_without_penalty_is_solved(algo):
     assert np.all(returns == 10.0) and np.all(optimal == 1.0), (returns, optimal)
 
 
-TWO_STEP = ["env=two_step", "seeds=4", "total_steps=20000", "chunk_steps=20000", "algo.learning_starts=1000",
+TWO_STEP = ["env=two_step", "seeds=4", "total_steps=12000", "chunk_steps=12000", "algo.learning_starts=1000",
             "algo.buffer_size=4000", "algo.eps_decay=0.5", "algo.num_envs=8", "algo.rollout_len=4",
             "eval_episodes=8", "algo.gamma=0.99"]
 
@@ -82,7 +82,7 @@ def test_two_step_game_value_factorisation_beats_independent_learners():
     qmix, _ = _final(sixteen + ["algo=qmix"])
     iql, _ = _final(sixteen + ["algo=iql"])
     assert np.all(vdn == 8.0) and np.all(qmix == 8.0), (vdn, qmix)
-    assert np.sum(iql == 7.0) > 8, iql  # most of 16 seeds (these seeds: 11 at 7, 5 at 8)
+    assert np.sum(iql == 7.0) > 8, iql  # most of 16 seeds (these seeds, 12k steps: all 16 at 7; 20k: 11)
 
 
 # Two agents, one food that needs both of them (force_coop), 5x5, 25 steps; a faster

@@ -12,6 +12,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from coplay.core.compile import jit_once
 
@@ -22,4 +23,6 @@ def init_stacked(init_fn: Callable[[jax.Array], Any], keys: jax.Array, top_level
     machine-code optimisation: it runs once per key (`coplay.core.compile`)."""
     init_fn = jit_once(init_fn) if top_level else jax.jit(init_fn)
     copies = [init_fn(keys[i]) for i in range(keys.shape[0])]
+    if top_level:   # stacked on the host: one eager `jnp.stack` per leaf would compile one program each
+        return jax.tree.map(lambda *xs: jnp.asarray(np.stack([np.asarray(x) for x in xs])), *copies)
     return jax.tree.map(lambda *xs: jnp.stack(xs), *copies)
