@@ -19,7 +19,7 @@ def _train(tmp_path, overrides):
     return np.array(result.final_return["per_seed"]), result
 
 
-SPREAD = ["env=spread", "total_steps=150000"]
+SPREAD = ["env=spread", "total_steps=100000"]
 FORAGING = ["env=foraging", "env.grid_size=6", "env.n_agents=2", "env.n_food=2", "total_steps=100000"]
 
 
@@ -28,8 +28,9 @@ def test_spread_beats_random(tmp_path, algo):
     random = uniform_policy_return([f"algo={algo}", *SPREAD])
     per_seed, _ = _train(tmp_path, [f"algo={algo}", *SPREAD])
     # Random is about -26.2 per agent. Every seed must close at least a third of the
-    # gap to -20 (JaxMARL's IPPO return after 10M steps) within 150k steps (measured:
-    # MAPPO -21.2 and -21.3, IPPO -21.2 and -20.8).
+    # gap to -20 (JaxMARL's IPPO return after 10M steps) within 100k steps (measured:
+    # MAPPO -20.5 and -22.6, IPPO -21.5 and -23.2; at 150k MAPPO -21.2 and -21.3, IPPO
+    # -21.2 and -20.8).
     assert random < -26.0
     assert np.all(per_seed > random + 2.5), (per_seed, random)
 

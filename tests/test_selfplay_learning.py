@@ -147,7 +147,9 @@ def test_psro_with_ppo_best_responses_brings_kuhn_exploitability_below_five_hund
     from coplay.algos import psro_ppo
 
     env = coplay.make("tree:kuhn_poker")
-    config = psro_ppo.Config(meta_solver="nash", iterations=12, br_updates=100, meta_games=10000, hidden_size=64)
+    # 70 PPO updates per response (measured: the mixture's exploitability ends at 0.0165, each
+    # trained response within 0.016 of the best one; 100 updates ended at 0.0054)
+    config = psro_ppo.Config(meta_solver="nash", iterations=12, br_updates=70, meta_games=10000, hidden_size=64)
     result = psro_ppo.run(env, config, jax.random.PRNGKey(0))
     assert result.measure.startswith("exact exploitability") and result.steps.tolist() == list(range(13))
     exact, approx = result.exploitability, result.details["br_value"]
