@@ -1,10 +1,13 @@
 """Tic-tac-toe in words: GRPO self-play, then the text policy against random and perfect play.
 
     python benchmarks/grpo_tic_tac_toe.py                 # 600 updates, 1000 games per seat; writes BENCHMARKS.md
+    python benchmarks/grpo_tic_tac_toe.py --opponent random   # trained against the random bot instead
     python benchmarks/grpo_tic_tac_toe.py --quick         # 40 updates, 200 games, nothing written
 
 `algo=grpo` self-play on `text:tic_tac_toe` through `coplay.train` (one model
-in both seats, defaults otherwise unless given with --set). The trained text
+in both seats, defaults otherwise unless given with --set), or with
+`--opponent random|minimax` against that scripted bot (`algo.opponent`: the
+learner takes one seat per group, drawn per group). The trained text
 policy then plays `tic_tac_toe` itself through `coplay.eval.text_policies.speaker`
 against the uniformly random bot and the perfect one (`minimax`), sampled as in
 training; pgx draws who moves first, so each result is split by whether the
@@ -38,11 +41,11 @@ from coplay.experiment.playback import load_run  # noqa: E402
 EPISODES, STEPS = 64, 9          # episodes per update (defaults), steps reserved per game
 
 
-def train(updates: int, settings: list[str], out: Path):
+def train(updates: int, opponent: str, settings: list[str], out: Path):
     per_update = EPISODES * STEPS
     args = ["algo=grpo", "env=text:tic_tac_toe", "seeds=1", "seed=0", f"total_steps={updates * per_update}",
             f"chunk_steps={updates * per_update // 10}", "eval_episodes=16", "progress=false", "tensorboard=false",
-            f"out_dir={out}", "name=ttt", *settings]
+            f"out_dir={out}", "name=ttt", f"algo.opponent={opponent}", *settings]
     t = time.perf_counter()
     result = coplay.train(args)
     seconds = time.perf_counter() - t
@@ -78,10 +81,13 @@ def against_bots(run_dir: Path, games: int) -> dict:
 
 
 def table(r: dict, info: str) -> str:
+    opponent = r.get("opponent", "self")
+    how = "self-play" if opponent == "self" else f"trained against the {opponent} bot"
+    command = f"--updates {r['updates']}" + ("" if opponent == "self" else f" --opponent {opponent}")
     lines = [
-        "## Tic-tac-toe in words: GRPO self-play against random and perfect play",
+        f"## Tic-tac-toe in words: GRPO {how}, against random and perfect play",
         "",
-        f"`python benchmarks/grpo_tic_tac_toe.py --updates {r['updates']}` on {info}. `algo=grpo` self-play on "
+        f"`python benchmarks/grpo_tic_tac_toe.py {command}` on {info}. `algo=grpo` {how} on "
         f"`text:tic_tac_toe`, defaults{' and ' + ' '.join(r['settings']) if r['settings'] else ''}, "
         f"{r['updates']} updates of {EPISODES} games (seed 0, {r['seconds']:.0f} s of training), then "
         f"{2 * r['games']} games per bot in `tic_tac_toe` itself (the text policy through `speaker`, sampled as "
@@ -108,20 +114,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--updates", type=int, default=600)
     parser.add_argument("--games", type=int, default=500, help="games per seat per bot")
+    parser.add_argument("--opponent", default="self", choices=("self", "random", "minimax"),
+                        help="who the learner trains against (algo.opponent)")
     parser.add_argument("--set", nargs="*", default=[], help="extra overrides, e.g. algo.ent_coef=0.03")
     parser.add_argument("--quick", action="store_true", help="40 updates, 100 games, nothing written")
     a = parser.parse_args()
     updates, games = (40, 100) if a.quick else (a.updates, a.games)
     with tempfile.TemporaryDirectory() as tmp:
-        run_dir, seconds, curve = train(updates, a.set, Path(tmp))
+        run_dir, seconds, curve = train(updates, a.opponent, a.set, Path(tmp))
         bots = against_bots(run_dir, games)
-    r = {"updates": updates, "games": games, "settings": a.set, "seconds": seconds, "curve": curve, "bots": bots}
+    r = {"updates": updates, "games": games, "opponent": a.opponent, "settings": a.set, "seconds": seconds,
+         "curve": curve, "bots": bots}
     text = table(r, machine())
     print(text)
     if not a.quick:
         (ROOT / "benchmarks" / "results").mkdir(exist_ok=True)
-        (ROOT / "benchmarks" / "results" / "grpo_tic_tac_toe.json").write_text(json.dumps(r, indent=2))
-        write_section("grpo_tic_tac_toe", text)
+        name = "grpo_tic_tac_toe" + ("" if a.opponent == "self" else f"_vs_{a.opponent}")
+        (ROOT / "benchmarks" / "results" / f"{name}.json").write_text(json.dumps(r, indent=2))
+        write_section(name, text)
 
 
 if __name__ == "__main__":

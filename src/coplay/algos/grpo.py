@@ -15,8 +15,9 @@ takes one seat per group (drawn per group) and snapshots of itself from the
 opponent pool (`algos.common.opponent_pool`) take the others; with a scripted
 bot's name (`opponent=random|minimax`, `algos.common.bots`) that bot takes them,
 playing the game underneath the words (a text game, `TextGame`) and saying the
-move it chose. Only the learner's turns are trained. The model is conditioned on the agent's index
-(its role); `share_params=false` gives every agent index a model of its own.
+move it chose. Only the learner's turns are trained. The model is conditioned
+on the agent's index (its role); `share_params=false` gives every agent index a
+model of its own.
 
 The loss, for an utterance y with tokens y_1..y_n, sequence advantage A and
 per-token ratio r_t = pi(y_t | view, y_<t) / pi_old(y_t | view, y_<t):
