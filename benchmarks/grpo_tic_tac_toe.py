@@ -83,7 +83,8 @@ def against_bots(run_dir: Path, games: int) -> dict:
 def table(r: dict, info: str) -> str:
     opponent = r.get("opponent", "self")
     how = "self-play" if opponent == "self" else f"trained against the {opponent} bot"
-    command = f"--updates {r['updates']}" + ("" if opponent == "self" else f" --opponent {opponent}")
+    command = (f"--updates {r['updates']}" + ("" if opponent == "self" else f" --opponent {opponent}")
+               + (f" --set {' '.join(r['settings'])}" if r["settings"] else ""))
     lines = [
         f"## Tic-tac-toe in words: GRPO {how}, against random and perfect play",
         "",
