@@ -302,15 +302,13 @@ class GRPO(Trainer[Config]):
         k_reset, k_seat, k_opp, k_run = jax.random.split(key, 4)
         starts = jnp.repeat(jax.random.split(k_reset, groups), c.group_size, axis=0)
         env_state, ts = jax.vmap(self.env.reset)(starts)
-        if c.opponent == "self":
-            seat = jnp.full((e,), -1, jnp.int32)
-            opponent = jnp.zeros((e,), jnp.int32)
-        else:
+        seat = jnp.full((e,), -1, jnp.int32)
+        opponent = jnp.zeros((e,), jnp.int32)          # the pool's slot (self and bots: none)
+        if c.opponent != "self":
             seat = jnp.repeat(jax.random.randint(k_seat, (groups,), 0, n, jnp.int32), c.group_size)
-            opponent = jnp.zeros((e,), jnp.int32)
-            if c.opponent in POOL_OPPONENTS:
-                drawn = opponent_pool.sample(state.pool, k_opp, groups, c.opponent, c.pfsp_power)
-                opponent = jnp.repeat(drawn, c.group_size)
+        if c.opponent in POOL_OPPONENTS:
+            drawn = opponent_pool.sample(state.pool, k_opp, groups, c.opponent, c.pfsp_power)
+            opponent = jnp.repeat(drawn, c.group_size)
         t_max = self.max_tokens
         buffers = {
             "view": jnp.zeros((h, e, k_slots, self.view_len), jnp.int32),
