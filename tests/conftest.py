@@ -1,4 +1,4 @@
-"""Test-session settings.
+"""Test-session settings: the compilation cache, and the order the tests run in.
 
 JAX's persistent compilation cache, shared by the test workers of one session
 and by the processes they start (CLI subprocesses, Ray workers): many tests
@@ -29,3 +29,10 @@ def pytest_configure(config):
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = str(MIN_COMPILE_SECONDS)
     jax.config.update("jax_compilation_cache_dir", cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `slow` run first (otherwise in file order): the workers take tests in
+    this order, so the long ones start together at the beginning instead of one of them
+    starting last and running alone while the other workers have nothing left."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -8,6 +8,7 @@ import sys
 
 import jax
 import numpy as np
+import pytest
 
 import coplay
 from coplay.scale.devices import describe, mesh_shape, run_mesh
@@ -38,6 +39,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_seeds_spread_over_two_devices_train_as_on_one(tmp_path):
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
     args = SMALL + [f"out_dir={tmp_path / 'two'}"]
@@ -60,6 +62,7 @@ def _two_devices(args):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_one_seeds_environments_split_over_two_devices_train_as_on_one(tmp_path):
     small = [a for a in SMALL if not a.startswith("seeds=")] + ["seeds=1"]
     two = _two_devices(small + [f"out_dir={tmp_path / 'two'}"])

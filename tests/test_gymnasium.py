@@ -141,6 +141,7 @@ def test_one_agent_coplay_environments_pass_gymnasium_checks():
         to_gymnasium(coplay.make("spread"))
 
 
+@pytest.mark.slow
 def test_ppo_learns_cartpole_through_the_bridge(tmp_path):
     # A uniformly random CartPole policy lasts about 22 steps; PPO's usual
     # CartPole settings (gamma 0.99, 16 envs x 128 steps) with lr 1e-3 must pass 150
@@ -154,6 +155,7 @@ def test_ppo_learns_cartpole_through_the_bridge(tmp_path):
     assert np.all(per_seed > 150), per_seed
 
 
+@pytest.mark.slow
 def test_a_run_on_a_host_environment_resumes_from_its_checkpoint(tmp_path):
     # Host copies cannot be saved, so a resumed run starts fresh episodes (the
     # first step after resuming ends each old one as truncated); parameters,

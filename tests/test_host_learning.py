@@ -26,6 +26,7 @@ pytest.importorskip("mpe2")
 COMMON = ["progress=false", "tensorboard=false", "eval_every=0"]
 
 
+@pytest.mark.slow
 def test_mappo_learns_mpe2_simple_spread_through_from_pettingzoo(tmp_path):
     overrides = ["algo=mappo", "env=pettingzoo:mpe2.simple_spread_v3", "seeds=1",
                  "total_steps=20000", "chunk_steps=10000", "eval_episodes=128", *COMMON]
@@ -41,6 +42,7 @@ def test_mappo_learns_mpe2_simple_spread_through_from_pettingzoo(tmp_path):
     assert learned > random + 2.5, (learned, random)
 
 
+@pytest.mark.slow
 def test_selfplay_learns_pettingzoo_tictactoe(tmp_path):
     # A game of tic-tac-toe has at most 9 moves: max_steps=9 never cuts one short, and
     # evaluation and matches (which run to max_steps on host environments, 1,000 by

@@ -24,6 +24,7 @@ FORAGING = ["env=foraging", "env.grid_size=6", "env.n_agents=2", "env.n_food=2",
 
 
 @pytest.mark.parametrize("algo", ["mappo", "ippo"])
+@pytest.mark.slow
 def test_spread_beats_random(tmp_path, algo):
     random = uniform_policy_return([f"algo={algo}", *SPREAD])
     per_seed, _ = _train(tmp_path, [f"algo={algo}", *SPREAD])
@@ -35,6 +36,7 @@ def test_spread_beats_random(tmp_path, algo):
     assert np.all(per_seed > random + 2.5), (per_seed, random)
 
 
+@pytest.mark.slow
 def test_recurrent_mappo_learns_spread(tmp_path):
     # 50k steps (measured: -22.3 and -21.1; -20.0 and -21.1 at 100k; the GRU's sequential
     # learning phase makes its steps the dearest of these tests).
@@ -45,6 +47,7 @@ def test_recurrent_mappo_learns_spread(tmp_path):
 
 
 @pytest.mark.parametrize("algo", ["mappo", "ippo"])
+@pytest.mark.slow
 def test_foraging_beats_random(tmp_path, algo):
     random = uniform_policy_return([f"algo={algo}", *FORAGING])
     per_seed, _ = _train(tmp_path, [f"algo={algo}", *FORAGING])
@@ -60,6 +63,7 @@ def test_foraging_beats_random(tmp_path, algo):
     assert np.all(per_seed > random + 0.75 * (ceiling - random)), (per_seed, random)
 
 
+@pytest.mark.slow
 def test_continuous_ppo_trains_and_acts_in_bounds(tmp_path):
     """Continuous actions (diagonal Gaussian). A smoke test, not a learning bar:
     see the issue note for the returns measured so far."""

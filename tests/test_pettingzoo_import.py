@@ -227,6 +227,7 @@ def _random_rollout(env, n: int = 6, steps: int = 30):
 
 
 @pytest.mark.parametrize("backend", ["process", pytest.param("ray", marks=pytest.mark.xdist_group("ray"))])
+@pytest.mark.slow
 def test_copies_in_worker_processes_give_the_same_episodes(backend):
     ray = pytest.importorskip("ray") if backend == "ray" else None
     ray_was_running = ray is not None and ray.is_initialized()

@@ -147,6 +147,7 @@ def test_mixing_algorithms_accept_only_the_team_reward(tmp_path):
         coplay.train(SMALL_Q + ["algo=vdn", "algo.reward=own", f"out_dir={tmp_path}"])
 
 
+@pytest.mark.slow
 def test_resume_with_replay_is_exact(tmp_path):
     # recurrent agents (stored GRU state and burn-in in replay), one network per agent, n-step, Polyak targets
     extra = ["algo.recurrent=true", "algo.seq_len=2", "algo.burn_in=1", "algo.n_step=2", "algo.share_params=false",

@@ -51,6 +51,7 @@ def test_climbing_game_ends_in_a_suboptimal_equilibrium(algo):
 
 
 @pytest.mark.parametrize("algo", ["iql", "vdn", "qmix"])
+@pytest.mark.slow
 def test_penalty_game_with_k_minus_100_settles_on_the_safe_action(algo):
     # payoffs [[k, 0, 10], [0, 2, 0], [10, 0, k]]: the middle action's 2 is safe
     returns, optimal = _final(MATRIX + [f"algo={algo}", "env.game=penalty", "env.penalty_k=-100"])
@@ -69,12 +70,14 @@ TWO_STEP = ["env=two_step", "seeds=4", "total_steps=12000", "chunk_steps=12000",
 
 
 @pytest.mark.parametrize("algo, expected", [("iql", 7.0), ("vdn", 7.0), ("qmix", 8.0)])
+@pytest.mark.slow
 def test_two_step_game_under_uniform_exploration(algo, expected):
     returns, optimal = _final(TWO_STEP + [f"algo={algo}", "algo.eps_finish=1.0"])
     assert np.all(returns == expected), returns
     assert np.all(optimal == float(expected == 8.0)), optimal
 
 
+@pytest.mark.slow
 def test_two_step_game_value_factorisation_beats_independent_learners():
     # 16 seeds: "mostly" is a frequency, and 4 seeds of IQL have read both 3 of 4 and 1 of 4.
     sixteen = [a for a in TWO_STEP if not a.startswith("seeds=")] + ["seeds=16"]
@@ -99,6 +102,7 @@ FORAGING_COOP = ["env=foraging", "env.grid_size=5", "env.n_food=1", "env.force_c
 # and QMIX 350k.)
 @pytest.mark.parametrize("algo, budget", [("iql", []), ("vdn", []),
                                           ("qmix", ["total_steps=200000", "chunk_steps=100000"])])
+@pytest.mark.slow
 def test_q_family_beats_random_on_cooperative_foraging(tmp_path, algo, budget):
     random = uniform_policy_return([f"algo={algo}", *FORAGING_COOP, "algo.eval_epsilon=1.0"])
     result = coplay.train([f"algo={algo}", *FORAGING_COOP, *budget, f"out_dir={tmp_path}"])

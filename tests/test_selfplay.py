@@ -208,6 +208,7 @@ def test_a_policy_built_for_another_game_is_refused():
         make_bot("minmax", ttt)
 
 
+@pytest.mark.slow
 def test_round_robin_counts_every_seated_pair():
     env = coplay.make("tic_tac_toe")
     sp = selfplay_ppo.SelfPlayPPO(selfplay_ppo.Config(num_envs=4, rollout_len=4, minibatches=1, hidden_size=8), env,

@@ -146,6 +146,7 @@ def test_cli_help_and_list_show_the_solvers(capsys):
     assert "Solvers" in out and all(name in out for name in SOLVERS.names())
 
 
+@pytest.mark.slow
 def test_psro_ppo_on_a_game_without_a_tree_scores_its_solution_with_one_more_response():
     """A tiny budget: the shapes and bookkeeping of the approximate measure, not learning
     (tests/test_selfplay_learning.py has psro_ppo's learning test)."""

@@ -199,6 +199,7 @@ def _summary(trial_dir: str) -> dict:
 
 
 @pytest.mark.xdist_group("ray")
+@pytest.mark.slow
 def test_sweep_gathers_every_configuration(tmp_path, local_ray):
     out = tmp_path / "sweep"
     result = sweep([*SMALL, "algo.lr=7e-4,3e-4", "seeds=2"], out=out, verbose=0)
@@ -241,6 +242,7 @@ def _kill_after_first_checkpoint(run_dir: Path, trial_id: str, record: dict) -> 
 
 
 @pytest.mark.xdist_group("ray")
+@pytest.mark.slow
 def test_killed_worker_resumes_from_its_checkpoint(tmp_path, local_ray):
     # 150 chunks: after the first (compiling) one each takes tens of milliseconds, and the kill
     # (polled every 10 ms) must land while the run is still going.

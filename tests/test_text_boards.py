@@ -87,6 +87,7 @@ def _scripted(env, rule) -> Policy:
     return Policy(act=act, initial_carry=no_carry, env=env)
 
 
+@pytest.mark.slow
 def test_a_text_policy_plays_the_game_underneath_beside_its_bots_with_invalid_utterances_counted():
     text = coplay.make("text:tic_tac_toe")
     first_empty = _scripted(text, lambda empty: jnp.argmax(empty, axis=-1))

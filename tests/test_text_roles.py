@@ -254,6 +254,7 @@ def test_bad_settings_are_refused_naming_the_value_and_the_choices(kwargs, error
         coplay.make("text:arithmetic_roles", **kwargs)
 
 
+@pytest.mark.slow
 def test_grpo_trains_on_the_three_roles():
     """Two compiled GRPO updates: every role speaks (each update's returns per role are
     finite) and the parameters move."""
