@@ -63,6 +63,7 @@ def test_grpo_refuses_an_environment_that_does_not_speak_naming_what_can():
     assert "Algorithms that can: grpo" in str(err.value)
 
 
+@pytest.mark.slow
 def test_a_scripted_bot_takes_the_other_seat_says_its_moves_and_is_never_trained():
     game = coplay.make("text:tic_tac_toe")
     trainer = GRPO(Config(opponent="minimax", num_envs=16, group_size=2, layers=1), game, num_updates=1)
@@ -82,6 +83,22 @@ def test_a_scripted_bot_takes_the_other_seat_says_its_moves_and_is_never_trained
     _, stats = jit_once(trainer.update)(state)
     assert float(stats["win"]) + float(stats["draw"]) + float(stats["loss"]) == pytest.approx(1.0)
     assert float(stats["win"]) == 0.0
+
+
+@pytest.mark.slow
+def test_decoding_restricted_to_legal_moves_never_forfeits_in_training_or_evaluation():
+    game = coplay.make("text:tic_tac_toe")
+    trainer = GRPO(Config(decoding="legal", num_envs=16, group_size=2, layers=1, width=32), game, num_updates=1)
+    state = trainer.init(jax.random.PRNGKey(0))
+    _, stats = jit_once(trainer.update)(state)
+    assert float(stats["invalid"]) == 0.0 and float(stats["finished"]) == 1.0
+    assert float(stats["turns_per_episode"]) >= 5          # no game ended early: nothing was forfeited
+    out = jit_once(trainer.evaluator(16))(state.params, jax.random.PRNGKey(1))
+    assert np.all(np.asarray(out["invalid_utterance"]) == 0) and np.all(np.asarray(out["finished"]) == 1)
+    # the same untrained policy, free to write any of the game's words, forfeits
+    free = GRPO(Config(num_envs=16, group_size=2, layers=1, width=32), game, num_updates=1)
+    out = jit_once(free.evaluator(16))(state.params, jax.random.PRNGKey(1))
+    assert np.asarray(out["invalid_utterance"]).mean() > 0.1
 
 
 @pytest.mark.parametrize("env, opponent, words", [
@@ -116,6 +133,7 @@ def test_token_normalisations(norm, expected):
     assert float(trainer._aggregate(x, tokens, weight)) == pytest.approx(expected)
 
 
+@pytest.mark.slow
 def test_kuhn_in_words_self_play_learns_to_speak_with_its_exploitability_scored_every_chunk(tmp_path):
     """From a random token policy, about half of whose utterances name no move, to
     almost none, and from the exploitability of uniform play (0.458) to below 0.2; the
@@ -143,6 +161,7 @@ def test_kuhn_in_words_self_play_learns_to_speak_with_its_exploitability_scored_
     assert record["illegal_losses"]["random"] == 0 and record["illegal_losses"][me] <= 10     # of 200 games
 
 
+@pytest.mark.slow
 def test_a_pool_of_snapshots_one_model_per_seat_and_a_baseline_resume_exactly_and_eval_prints_dialogues(
         tmp_path, capsys):
     args = KUHN + ["algo.num_envs=16", "algo.group_size=4", "algo.opponent=pfsp", "algo.snapshot_every=2",

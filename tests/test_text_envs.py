@@ -118,6 +118,41 @@ def test_a_text_policy_is_scored_exactly_through_the_tree(name, uniform):
     np.testing.assert_allclose(np.asarray(score.strategy), legal / legal.sum(1, keepdims=True), atol=1e-6)
     # what is left for utterances that name no legal move: 1 - (legal moves) / V^2
     np.testing.assert_allclose(np.asarray(score.invalid), 1 - legal.sum(1) / len(VOCAB) ** 2, atol=1e-6)
+    # Restricted to the moves legal at each set, the same zero logits give them all the mass, evenly
+    restricted = TokenPolicy(len(VOCAB), 2, env.spec.obs_space.shape[0], env.spec.action_space.shape[0], width=16,
+                             layers=1, heads=1, moves=env.move_tokens())
+    score = jax.jit(lambda p: score_text_policy(env, restricted, p, legal_only=True))(params)
+    assert float(score.exploitability) == pytest.approx(uniform, abs=1e-5)
+    np.testing.assert_allclose(np.asarray(score.invalid), 0.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["text:tic_tac_toe", "text:nim", "text:negotiation",
+                                  "text:twenty_questions", "text:arithmetic_roles", "text:lewis", "text:matrix_talk"])
+def test_a_move_the_move_mask_allows_is_never_invalid(name):
+    """Every agent says a random row of `move_tokens()` that `move_mask` allows it, for
+    whole episodes: no utterance is ever counted invalid, and the mask marks at least
+    one move for every agent that is to speak."""
+    env = coplay.make(name)
+    moves, n = env.move_tokens(), env.spec.num_agents
+    assert moves.shape == (len(env.move_texts), env.spec.action_space.shape[0])
+
+    def episode(key):
+        state, ts = env.reset(key)
+
+        def step(carry, k):
+            state, ts = carry
+            mask = env.move_mask(state)
+            rows = jax.random.categorical(k, jnp.where(mask, 0.0, -jnp.inf))
+            state, nxt = env.step(state, moves[rows], jax.random.fold_in(k, 1))
+            speaking = ts.active & ~ts.done
+            return (state, nxt), (nxt.info["invalid_utterance"] & speaking, mask.any(-1) | ~speaking)
+
+        _, (invalid, marked) = jax.lax.scan(step, (state, ts), jax.random.split(key, env.spec.max_steps))
+        return invalid, marked
+
+    invalid, marked = jax.jit(jax.vmap(episode))(jax.random.split(jax.random.PRNGKey(0), 16))
+    assert not np.asarray(invalid).any() and np.asarray(marked).all()
+    assert env.move_mask(env.reset(jax.random.PRNGKey(1))[0]).shape == (n, len(env.move_texts))
 
 
 # ----- Nim in words ---------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 
 from coplay.envs.text.vocab import END, PAD, spoken
 from coplay.nets.token_policy import TokenPolicy
@@ -46,6 +47,7 @@ def test_sampled_utterances_score_what_they_were_sampled_with_and_all_sum_to_one
         assert abs(float(jnp.exp(logp).sum()) - 1.0) < 1e-4
 
 
+@pytest.mark.slow
 def test_the_role_changes_what_it_says_and_training_teaches_an_utterance():
     params = POLICY.init(jax.random.PRNGKey(0))
     target = jnp.array([4, END, PAD], jnp.int32)
@@ -70,6 +72,7 @@ def test_the_role_changes_what_it_says_and_training_teaches_an_utterance():
     assert out.tokens.tolist() == [4, END, PAD]
 
 
+@pytest.mark.slow
 def test_per_token_log_probabilities_add_up_and_an_alphabet_bars_every_other_token():
     allowed = np.zeros(V, bool)
     allowed[[END, 4]] = True
@@ -86,3 +89,36 @@ def test_per_token_log_probabilities_add_up_and_an_alphabet_bars_every_other_tok
     every = jnp.asarray(_utterances())
     logp, _ = jax.vmap(policy.log_prob, in_axes=(None, None, None, 0))(params, VIEW, jnp.int32(0), every)
     assert abs(float(jnp.exp(logp).sum()) - 1.0) < 1e-4          # still a distribution over utterances
+
+
+# Moves with shared prefixes (a trie): "4", "4 3", "5 3 4", "5 4" (ids of the small vocabulary above).
+MOVES = np.array([[4, END, PAD], [4, 3, END], [5, 3, 4], [5, 4, END]], np.int32)
+RESTRICTED = TokenPolicy(vocab_size=V, num_roles=2, view_len=L, max_tokens=T, width=32, layers=2, heads=2,
+                         moves=MOVES)
+
+
+def test_decoding_restricted_to_moves_writes_only_them_and_their_probabilities_sum_to_one():
+    params = RESTRICTED.init(jax.random.PRNGKey(0))
+    every = jnp.asarray(_utterances())
+    is_move = np.array([any(np.array_equal(u, m) for m in MOVES) for u in np.asarray(every)])
+    score = jax.jit(jax.vmap(RESTRICTED.log_prob, in_axes=(None, None, None, 0, None, None)))
+    gen = jax.jit(jax.vmap(RESTRICTED.generate, in_axes=(None, None, None, 0, None, None)))
+    keys = jax.random.split(jax.random.PRNGKey(3), 256)
+    for legal in (np.ones(4, bool), np.array([False, True, True, False])):
+        logp, _ = score(params, VIEW, jnp.int32(0), every, 1.0, jnp.asarray(legal))
+        p = np.exp(np.asarray(logp))
+        allowed = np.array([any(np.array_equal(u, m) for m in MOVES[legal]) for u in np.asarray(every)])
+        assert allowed.sum() == legal.sum() and np.all(p[~allowed] == 0.0)
+        assert abs(p[allowed].sum() - 1.0) < 1e-5 and np.all(p[allowed] > 0)
+        # every sampled utterance is a legal move, scored with the probability it was sampled with
+        out = gen(params, VIEW, jnp.int32(0), keys, 1.0, jnp.asarray(legal))
+        rows = [next(i for i, m in enumerate(MOVES) if np.array_equal(u, m)) for u in np.asarray(out.tokens)]
+        assert set(rows) == set(np.flatnonzero(legal))
+        scored, _ = score(params, VIEW, jnp.int32(0), out.tokens, 1.0, jnp.asarray(legal))
+        np.testing.assert_allclose(np.asarray(scored), np.asarray(out.log_prob), atol=1e-5)
+    # Without `legal`, all four moves; the unrestricted policy gives the rest of the utterances mass
+    free, _ = jax.jit(jax.vmap(POLICY.log_prob, in_axes=(None, None, None, 0)))(
+        POLICY.init(jax.random.PRNGKey(0)), VIEW, jnp.int32(0), every)
+    assert float(np.exp(np.asarray(free))[~is_move].sum()) > 0.1
+    logp, _ = score(params, VIEW, jnp.int32(0), every, 1.0, None)
+    assert abs(float(np.exp(np.asarray(logp))[is_move].sum()) - 1.0) < 1e-5

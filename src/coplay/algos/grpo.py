@@ -32,6 +32,14 @@ averaged over tokens as `token_norm` says (verl's `loss_agg_mode`):
     constant   sum over each utterance's tokens / max_tokens, mean over utterances
                (Dr. GRPO: seq-mean-token-sum-norm, no length bias)
 
+Decoding (`decoding`). By default the policy may write any tokens of its
+alphabet, and an utterance that names no legal move has the environment's
+outcome (a forfeit by default): the format is part of what is learned. With
+`decoding=moves` it writes only utterances the environment understands (its
+`move_tokens()`), and with `decoding=legal` only the moves legal now (its
+`move_mask`), token by token (`coplay.nets.token_policy`); the PPO ratio and
+the exact evaluation score the utterances under the same restriction.
+
 The reference policy of the KL term is the initial one (kept only when
 `kl_coef > 0`). Padding, finished episodes' steps, the opponents' turns and the
 tokens after an utterance's `<end>` carry no weight anywhere.
@@ -59,7 +67,7 @@ from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.types import EnvSpec
-from coplay.envs.text.base import TextEnv
+from coplay.envs.text.base import MovesAsMask, TextEnv
 from coplay.envs.text.games import TextGame
 from coplay.envs.text.vocab import PAD, spoken
 from coplay.nets.token_policy import TokenPolicy, Utterance
@@ -69,6 +77,7 @@ POOL_OPPONENTS = ("latest", "uniform", "pfsp")
 OPPONENTS = ("self", *POOL_OPPONENTS, *BOTS)
 TOKEN_NORMS = ("sequence", "token", "constant")
 ALPHABETS = ("speech", "all")
+DECODINGS = ("free", "moves", "legal")
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,10 @@ class Config(RolloutConfig):
     alphabet: str = param("speech", "tokens the policy may write: speech (the environment's own words and <end>; "
                                     "which of them, in what order and where to stop is still learned) or all "
                                     "(the whole vocabulary)", choices=ALPHABETS)
+    decoding: str = param("free", "which utterances the policy may write: free (any tokens of its alphabet: the "
+                                  "format is learned), moves (only the environment's moves, written as it reads "
+                                  "them) or legal (only the moves legal now, the environment's move_mask)",
+                          choices=DECODINGS)
     share_params: bool = param(True, "one model for every seat and role (else one per agent index)")
     opponent: str = param("self", "who plays the other seats: self (the learner, every seat learns), a "
                                   "snapshot from the pool drawn latest, uniform or by pfsp, or a scripted bot "
@@ -196,13 +209,15 @@ class GRPO(Trainer[Config]):
         if samples % c.minibatches:
             raise ConfigError(f"algo.minibatches={c.minibatches} must divide the turns of one update "
                               f"({self.horizon} steps x {c.num_envs} episodes x {self.slots} = {samples})")
-        self.env = env
+        self.env: TextEnv = env
         self.num_agents = n
         self.view_len = int(spec.obs_space.shape[-1])
         self.max_tokens = int(spec.action_space.shape[-1])
         vocab = int(max(spec.action_space.nvec))   # type: ignore[attr-defined]  # MultiDiscrete (capabilities)
         self.model = TokenPolicy(vocab, n, self.view_len, self.max_tokens, c.width, c.layers, c.heads,
-                                 alphabet=env.speech_tokens() if c.alphabet == "speech" else None)
+                                 alphabet=env.speech_tokens() if c.alphabet == "speech" else None,
+                                 moves=None if c.decoding == "free" else env.move_tokens())
+        self.num_moves = len(env.move_texts)
         self.optimizer = ppo.adam(c, num_updates)
         # the options of this config that the chosen estimator takes
         options = {"gamma": c.gamma, "omega": c.gigpo_omega, "alpha": c.rae_alpha}
@@ -218,22 +233,34 @@ class GRPO(Trainer[Config]):
         """The model agent `agent` speaks with."""
         return params if self.config.share_params else jax.tree.map(lambda p: p[agent], params)
 
-    def _generate(self, params: Any, views: jax.Array, agents: jax.Array, key: jax.Array) -> Utterance:
-        """views [B, K, L], agents [B, K] -> utterances [B, K, ...]."""
+    def _generate(self, params: Any, views: jax.Array, agents: jax.Array, key: jax.Array,
+                  legal: jax.Array | None = None) -> Utterance:
+        """views [B, K, L], agents [B, K], legal moves [B, K, A] (decoding=legal) -> utterances [B, K, ...]."""
         b, k = agents.shape
         keys = jax.random.split(key, b * k).reshape(b, k, -1)
         temperature = self.config.temperature
+        if legal is None:
+            legal = jnp.ones((b, k, 0), bool)
 
-        def one(v, a, kk):
-            return self.model.generate(self._params_of(params, a), v, a, kk, temperature)
+        def one(v, a, kk, ok):
+            return self.model.generate(self._params_of(params, a), v, a, kk, temperature, ok if ok.size else None)
 
-        return jax.vmap(jax.vmap(one))(views, agents, keys)
+        return jax.vmap(jax.vmap(one))(views, agents, keys, legal)
 
-    def _token_log_probs(self, params: Any, views: jax.Array, agents: jax.Array, tokens: jax.Array):
-        """[B] samples -> (log-probabilities [B, T], entropies [B, T])."""
+    def _token_log_probs(self, params: Any, views: jax.Array, agents: jax.Array, tokens: jax.Array,
+                         legal: jax.Array | None = None):
+        """[B] samples (legal moves [B, A] with decoding=legal) -> (log-probabilities [B, T], entropies [B, T])."""
         temperature = self.config.temperature
-        return jax.vmap(lambda v, a, u: self.model.token_log_probs(self._params_of(params, a), v, a, u,
-                                                                   temperature))(views, agents, tokens)
+        if legal is None:
+            legal = jnp.ones((tokens.shape[0], 0), bool)
+        return jax.vmap(lambda v, a, u, ok: self.model.token_log_probs(
+            self._params_of(params, a), v, a, u, temperature, ok if ok.size else None))(views, agents, tokens, legal)
+
+    def _legal(self, env_state: Any, agents: jax.Array) -> jax.Array | None:
+        """The moves legal now for each speaker [E, K, A] (decoding=legal), else None."""
+        if self.config.decoding != "legal":
+            return None
+        return _row(jax.vmap(self.env.move_mask)(env_state), agents)
 
     def _fresh_params(self, key: jax.Array) -> Any:
         if self.config.share_params:
@@ -254,12 +281,18 @@ class GRPO(Trainer[Config]):
     def policy(self) -> Policy:
         n = self.num_agents
 
+        legal_only, a = self.config.decoding == "legal", self.num_moves
+
         def act(params, obs, mask, key, carry, reset):
+            # decoding=legal reads the legal moves from the mask where it has one flag per move (the game
+            # under a text game, or the text environment seen through MovesAsMask); elsewhere any move
             b = obs.shape[0]
-            out = self._generate(params, obs, jnp.broadcast_to(jnp.arange(n), (b, n)), key)
+            legal = mask if legal_only and mask.shape[-1] == a else None
+            out = self._generate(params, obs, jnp.broadcast_to(jnp.arange(n), (b, n)), key, legal)
             return out.tokens, carry
 
-        return Policy(act=act, initial_carry=lambda batch: jnp.zeros((*batch, n, 0)), env=EpisodeStats(self.env))
+        env = MovesAsMask(self.env) if legal_only else self.env
+        return Policy(act=act, initial_carry=lambda batch: jnp.zeros((*batch, n, 0)), env=EpisodeStats(env))
 
     def policy_params(self, state: TrainState) -> Any:
         return state.params
@@ -282,10 +315,11 @@ class GRPO(Trainer[Config]):
         from coplay.eval.text_policies import score_text_policy
 
         env, share, temperature = self.env, self.config.share_params, self.config.temperature
+        legal_only = self.config.decoding == "legal"
 
         def evaluate(params, key):
             out = play(params, key)
-            score = score_text_policy(env, self.model, params, temperature, per_role=not share)
+            score = score_text_policy(env, self.model, params, temperature, per_role=not share, legal_only=legal_only)
             full = lambda v: jnp.full((episodes,), v, jnp.float32)  # noqa: E731
             out.update({"exploitability": full(score.exploitability), "nash_conv": full(score.nash_conv),
                         "invalid_mass": full(score.invalid.mean())})
@@ -321,6 +355,8 @@ class GRPO(Trainer[Config]):
             "acted": jnp.zeros((h, e, n), bool),
             "invalid": jnp.zeros((h, e, n), bool),
         }
+        if c.decoding == "legal":
+            buffers["legal"] = jnp.zeros((h, e, k_slots, self.num_moves), bool)
         if self.estimate.needs_state:
             buffers["state"] = jnp.zeros((h, e, n), jnp.int32)
 
@@ -332,12 +368,13 @@ class GRPO(Trainer[Config]):
             else:
                 agents = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32), (e, n))
             views = _row(ts.obs, agents)
-            said = self._generate(state.params, views, agents, k_me)
+            legal = self._legal(env_state, agents)
+            said = self._generate(state.params, views, agents, k_me, legal)
             spoke = _row(ts.active, agents) & alive[:, None]
             if c.opponent == "self":
                 learner = spoke
             else:
-                theirs = self._opponents(state, env_state, views, agents, opponent, k_them)
+                theirs = self._opponents(state, env_state, views, agents, opponent, k_them, legal)
                 mine = agents == seat[:, None]
                 said = jax.tree.map(lambda a, b: jnp.where(mine.reshape(*mine.shape, *([1] * (a.ndim - 2))), a, b),
                                     said, theirs)
@@ -353,6 +390,8 @@ class GRPO(Trainer[Config]):
                     "acted": acted, "invalid": invalid & alive[:, None]}
             if self.estimate.needs_state:
                 step["state"] = view_keys(ts.obs)
+            if legal is not None:
+                step["legal"] = legal
             buf = {k: buf[k].at[t].set(v.astype(buf[k].dtype)) for k, v in step.items()}
             return env_state, nxt, alive & ~nxt.done, buf
 
@@ -361,16 +400,20 @@ class GRPO(Trainer[Config]):
         return buf, alive, seat, opponent
 
     def _opponents(self, state: TrainState, env_state: Any, views: jax.Array, agents: jax.Array,
-                   opponent: jax.Array, key: jax.Array) -> Utterance:
+                   opponent: jax.Array, key: jax.Array, legal: jax.Array | None) -> Utterance:
         """What the opponents would say in every game [E] (kept where they are to speak):
         a pool snapshot's utterance, or the scripted bot's move in words."""
         e = agents.shape[0]
         if self.bot is None:
-            def against(p, v, a, kk):   # one game's opponent, with its own parameters
-                return jax.tree.map(lambda x: x[0], self._generate(p, v[None], a[None], kk))
+            if legal is None:
+                legal = jnp.ones((*agents.shape, 0), bool)
+
+            def against(p, v, a, kk, ok):   # one game's opponent, with its own parameters
+                return jax.tree.map(lambda x: x[0], self._generate(p, v[None], a[None], kk,
+                                                                   ok[None] if ok.size else None))
 
             return jax.vmap(against)(opponent_pool.gather(state.pool, opponent), views, agents,
-                                     jax.random.split(key, e))
+                                     jax.random.split(key, e), legal)
         game: TextGame = self.env  # type: ignore[assignment]  # checked in __init__
         moves, _ = self.bot.act(None, env_state.obs, env_state.legal, key, self.bot.initial_carry((e,)),
                                 jnp.zeros((e,), bool))                                      # [E, N]
@@ -407,7 +450,7 @@ class GRPO(Trainer[Config]):
 
     def _loss(self, params: Any, mb: dict) -> tuple[jax.Array, dict[str, jax.Array]]:
         c = self.config
-        logp, entropy = self._token_log_probs(params, mb["view"], mb["agent"], mb["tokens"])
+        logp, entropy = self._token_log_probs(params, mb["view"], mb["agent"], mb["tokens"], mb.get("legal"))
         weight = mb["learner"].astype(jnp.float32)
         tokens = spoken(mb["tokens"]) & mb["learner"][:, None]
         pg, ratio, log_ratio = ppo.clip_terms(logp, mb["logp"], mb["adv"][:, None], c.clip_eps)
@@ -431,11 +474,13 @@ class GRPO(Trainer[Config]):
         adv, baseline = self._advantages(buf, state)
         batch = {"view": buf["view"], "agent": buf["agent"], "tokens": buf["tokens"], "logp": buf["logp"],
                  "learner": buf["learner"], "adv": jnp.take_along_axis(adv, buf["agent"], axis=2)}
+        if "legal" in buf:
+            batch["legal"] = buf["legal"]
         batch = jax.tree.map(lambda v: v.reshape(-1, *v.shape[3:]), batch)
         batch["adv"] = jnp.where(batch["learner"], batch["adv"], 0.0)
         if c.kl_coef > 0:
             batch["ref_logp"] = self._token_log_probs(state.reference, batch["view"], batch["agent"],
-                                                      batch["tokens"])[0]
+                                                      batch["tokens"], batch.get("legal"))[0]
         params, opt_state, stats = ppo.train_epochs(k_epochs, self._loss, self.optimizer, state.params,
                                                     state.opt_state, batch, c.epochs, ppo.shuffled(c.minibatches))
 

@@ -32,18 +32,20 @@ class TextPolicyScore(NamedTuple):
 
 
 def move_probabilities(env: TextTreeGame, policy: TokenPolicy, params: Any, temperature: float = 1.0,
-                       per_role: bool = False) -> tuple[jax.Array, jax.Array]:
+                       per_role: bool = False, legal_only: bool = False) -> tuple[jax.Array, jax.Array]:
     """`(strategy [I, A], invalid [I])` of `policy` at every information set of `env`'s tree.
     `per_role`: `params` holds one model per player (every leaf `[N, ...]`), and each
-    information set is read by its owner's."""
+    information set is read by its owner's. `legal_only`: the policy writes only the
+    moves legal at the information set (its decoding is restricted to them)."""
     views, owner, moves = env.infoset_views()
     legal = jnp.asarray(env.game.tree.legal)
 
-    def at(view, role):
+    def at(view, role, ok):
         own = jax.tree.map(lambda p: p[role], params) if per_role else params
-        return jax.vmap(lambda u: policy.log_prob(own, view, role, u, temperature)[0])(moves)
+        ok = ok if legal_only else None
+        return jax.vmap(lambda u: policy.log_prob(own, view, role, u, temperature, ok)[0])(moves)
 
-    logp = jax.vmap(at)(views, owner)                                   # [I, A]
+    logp = jax.vmap(at)(views, owner, legal)                            # [I, A]
     mass = jnp.where(legal, jnp.exp(logp), 0.0)
     said = mass.sum(-1, keepdims=True)
     # A policy that gives (numerically) nothing to the legal moves is read as uniform over them.
@@ -53,11 +55,11 @@ def move_probabilities(env: TextTreeGame, policy: TokenPolicy, params: Any, temp
 
 
 def score_text_policy(env: TextTreeGame, policy: TokenPolicy, params: Any, temperature: float = 1.0,
-                      per_role: bool = False) -> TextPolicyScore:
+                      per_role: bool = False, legal_only: bool = False) -> TextPolicyScore:
     """The exact exploitability and NashConv of `policy` (see the module's doc and
-    `move_probabilities` for `per_role`)."""
+    `move_probabilities` for `per_role` and `legal_only`)."""
     t = TreeArrays.from_tree(env.game.tree)
-    strategy, invalid = move_probabilities(env, policy, params, temperature, per_role)
+    strategy, invalid = move_probabilities(env, policy, params, temperature, per_role, legal_only)
     return TextPolicyScore(exploitability(t, strategy), nash_conv(t, strategy), strategy, invalid)
 
 

@@ -19,6 +19,15 @@ the utterance.
   probability of each move's utterance) needs; `token_log_probs` gives the
   per-token terms a token-level PPO ratio needs.
 
+Decoding restricted to given utterances (off by default: learning the format is
+part of the task). With `moves` `[A, T]` (a text environment's `move_tokens()`),
+the policy writes only utterances that are rows of it: at token t, the tokens
+allowed are the t-th tokens of the rows that agree with the utterance so far,
+and the others get probability 0. The methods' `legal [A]` narrows the rows to
+those legal now (a text environment's `move_mask`). Sampling and scoring apply
+the same restriction, so `log_prob` stays the probability the utterance was
+sampled with.
+
 Shapes below are for one agent; `vmap` over agents, environments and seeds.
 """
 
@@ -89,51 +98,81 @@ class TokenPolicy:
 
     `alphabet`, `[V]` bool, where given: the tokens the policy may write (the others
     get probability 0 in sampling and scoring alike), e.g. a text environment's
-    `speech_tokens()`."""
+    `speech_tokens()`. `moves`, `[A, T]` token ids, where given: the only utterances
+    it may write (see the module's doc)."""
 
     def __init__(self, vocab_size: int, num_roles: int, view_len: int, max_tokens: int, width: int = 64,
-                 layers: int = 2, heads: int = 4, alphabet: np.ndarray | None = None):
-        self.view_len, self.max_tokens = view_len, max_tokens
+                 layers: int = 2, heads: int = 4, alphabet: np.ndarray | None = None,
+                 moves: np.ndarray | jax.Array | None = None):
+        self.view_len, self.max_tokens, self.vocab_size = view_len, max_tokens, vocab_size
         self.net = TokenTransformer(vocab_size, num_roles, view_len + max_tokens, width, layers, heads)
         if alphabet is not None and np.shape(alphabet) != (vocab_size,):
             raise ConfigError(f"alphabet has shape {np.shape(alphabet)}, expected ({vocab_size},): one flag per token")
         self.alphabet = None if alphabet is None else np.asarray(alphabet, bool)
+        if moves is not None:
+            moves = np.asarray(moves)
+            if moves.ndim != 2 or moves.shape[1] != max_tokens or moves.shape[0] < 1:
+                raise ConfigError(f"moves has shape {moves.shape}, expected (A, {max_tokens}): one utterance per row")
+            if moves.min() < 0 or moves.max() >= vocab_size:
+                raise ConfigError(f"moves holds token ids outside 0..{vocab_size - 1}")
+        self.moves = None if moves is None else np.asarray(moves, np.int32)
+
+    def allowed(self, utterance: jax.Array, legal: jax.Array | None = None) -> jax.Array:
+        """`[T, V]` bool: the tokens the policy may write at each position of `utterance [T]`
+        given the tokens before it: the next tokens of the rows of `moves` (those `legal [A]`
+        allows) that agree with the utterance so far. Where no row agrees, every token."""
+        moves = jnp.asarray(self.moves)
+        a, t = moves.shape
+        agree = moves == jnp.asarray(utterance, jnp.int32)[None]                     # [A, T]
+        before = jnp.concatenate([jnp.ones((a, 1), bool), agree[:, :-1]], axis=1)
+        live = jnp.cumprod(before.astype(jnp.int32), axis=1) > 0                      # agrees on every earlier token
+        if legal is not None:
+            live = live & jnp.asarray(legal, bool)[:, None]
+        count = jnp.zeros((t, self.vocab_size), jnp.int32).at[jnp.arange(t)[None, :], moves].add(
+            live.astype(jnp.int32))
+        allowed = count > 0
+        return allowed | ~allowed.any(-1, keepdims=True)
 
     def init(self, key: jax.Array) -> Any:
         return self.net.init(key, jnp.zeros(self.view_len + self.max_tokens, jnp.int32), jnp.int32(0))
 
-    def _logits(self, params: Any, view: jax.Array, role: jax.Array, utterance: jax.Array) -> jax.Array:
+    def _logits(self, params: Any, view: jax.Array, role: jax.Array, utterance: jax.Array,
+                legal: jax.Array | None = None) -> jax.Array:
         """`[T, V]`: the logits of each utterance token given the view and the tokens before it."""
         seq = jnp.concatenate([jnp.asarray(view, jnp.int32), jnp.asarray(utterance, jnp.int32)])
         logits: jax.Array = self.net.apply(params, seq, jnp.asarray(role, jnp.int32))  # type: ignore[assignment]  # one output
         logits = logits[self.view_len - 1:-1]
-        return logits if self.alphabet is None else jnp.where(jnp.asarray(self.alphabet), logits, BARRED)
+        if self.alphabet is not None:
+            logits = jnp.where(jnp.asarray(self.alphabet), logits, BARRED)
+        if self.moves is not None:
+            logits = jnp.where(self.allowed(utterance, legal), logits, BARRED)
+        return logits
 
     def token_log_probs(self, params: Any, view: jax.Array, role: jax.Array, utterance: jax.Array,
-                        temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
+                        temperature: float = 1.0, legal: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
         """`(log-probability [T], entropy [T])` of each token of `utterance [T]` given
         `view [L]` and the tokens before it; both are zero past the utterance's end."""
-        logp = jax.nn.log_softmax(self._logits(params, view, role, utterance) / temperature)
+        logp = jax.nn.log_softmax(self._logits(params, view, role, utterance, legal) / temperature)
         said = spoken(utterance)
         token_logp = jnp.take_along_axis(logp, utterance[:, None], axis=-1)[:, 0]
         entropy = -(jnp.exp(logp) * logp).sum(-1)
         return jnp.where(said, token_logp, 0.0), jnp.where(said, entropy, 0.0)
 
     def log_prob(self, params: Any, view: jax.Array, role: jax.Array, utterance: jax.Array,
-                 temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
+                 temperature: float = 1.0, legal: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
         """`(log-probability [], per-token entropy [T])` of `utterance [T]` given `view [L]`;
         the entropy is zero past the utterance's end."""
-        token_logp, entropy = self.token_log_probs(params, view, role, utterance, temperature)
+        token_logp, entropy = self.token_log_probs(params, view, role, utterance, temperature, legal)
         return token_logp.sum(), entropy
 
     def generate(self, params: Any, view: jax.Array, role: jax.Array, key: jax.Array,
-                 temperature: float = 1.0) -> Utterance:
+                 temperature: float = 1.0, legal: jax.Array | None = None) -> Utterance:
         """Sample an utterance `[T]` token by token (see the module's doc)."""
         t_max = self.max_tokens
 
         def one(carry, t):
             tokens, done = carry
-            logits = self._logits(params, view, role, tokens)[t] / temperature
+            logits = self._logits(params, view, role, tokens, legal)[t] / temperature
             token = jax.random.categorical(jax.random.fold_in(key, t), logits).astype(jnp.int32)
             token = jnp.where(done, PAD, token)
             logp = jnp.where(done, 0.0, jax.nn.log_softmax(logits)[token])

@@ -44,7 +44,7 @@ from coplay.core.env import Env
 from coplay.core.errors import ConfigError, unknown_name
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
-from coplay.envs.text.base import TextEnv
+from coplay.envs.text.base import TextEnv, move_table
 from coplay.envs.text.vocab import PAD, VOCAB, spoken
 
 INVALID_OUTCOMES = ("forfeit", "random")
@@ -72,18 +72,6 @@ def read_move(utterance: jax.Array, moves: jax.Array, legal: jax.Array, live: ja
         move = jnp.where(bad, jax.random.categorical(key, jnp.where(legal, 0.0, -jnp.inf)), move)
         return move, bad, jnp.zeros_like(bad)
     return move, bad, bad
-
-
-def move_table(move_texts: Sequence[str], max_tokens: int, where: str) -> jax.Array:
-    """`[A, T]` token ids of each move's text, `<end>` where it is shorter than T,
-    then `<pad>`; refuses a T shorter than the longest move."""
-    VOCAB.check(list(move_texts), where)
-    longest = max(len(t.split()) for t in move_texts)
-    if max_tokens < longest:
-        raise ConfigError(f"{where}: max_tokens={max_tokens} is shorter than the longest move "
-                          f"({longest} tokens: {', '.join(map(repr, move_texts[:8]))})")
-    return jnp.asarray(np.stack([VOCAB.encode(t, max_tokens, end=len(t.split()) < max_tokens)
-                                 for t in move_texts]))
 
 
 def check_invalid(invalid: str) -> None:
@@ -156,6 +144,10 @@ class TextGame(TextEnv):
         game, ts = self.game.step(state.game, jnp.full(n, move, jnp.int32), k_step)
         new = TextGameState(game, ts.active, ts.action_mask, ts.obs)
         return new, self._timestep(new, ts, jax.nn.one_hot(mover, n, dtype=bool) & invalid)
+
+    def move_mask(self, state: TextGameState) -> jax.Array:
+        """The game's action mask: its moves are the rows of the move table."""
+        return state.legal
 
     def base_state(self, state: TextGameState) -> Any:
         return self.game.base_state(state.game)

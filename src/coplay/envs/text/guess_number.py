@@ -42,8 +42,8 @@ from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
-from coplay.envs.text.base import TextEnv
-from coplay.envs.text.games import check_invalid, move_table, read_move
+from coplay.envs.text.base import TextEnv, move_table
+from coplay.envs.text.games import check_invalid, read_move
 from coplay.envs.text.vocab import PAD, VOCAB
 from coplay.envs.trees.tree import GAME_OVER, YOUR_MOVE
 

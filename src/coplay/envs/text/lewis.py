@@ -45,8 +45,8 @@ from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
-from coplay.envs.text.base import TextEnv
-from coplay.envs.text.games import check_invalid, move_table, read_move
+from coplay.envs.text.base import TextEnv, move_table
+from coplay.envs.text.games import check_invalid, read_move
 from coplay.envs.text.vocab import VOCAB
 from coplay.envs.trees.tree import GAME_OVER, WAIT, YOUR_MOVE
 
@@ -126,6 +126,10 @@ class TextLewis(TextEnv):
 
     def _reset(self, key):
         return self.start(jax.random.randint(key, (), 0, self.states))
+
+    def move_mask(self, state: LewisState) -> jax.Array:
+        """The sender's signals, the receiver's choices."""
+        return jnp.repeat(jnp.eye(2, dtype=bool), self.states, axis=1)
 
     def _step(self, state: LewisState, actions, key):
         mover = state.t

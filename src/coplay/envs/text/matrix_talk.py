@@ -56,8 +56,8 @@ from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.mixed.matrix import payoff_table
-from coplay.envs.text.base import TextEnv
-from coplay.envs.text.games import check_invalid, move_table, parse
+from coplay.envs.text.base import TextEnv, move_table
+from coplay.envs.text.games import check_invalid, parse
 from coplay.envs.text.vocab import PAD, VOCAB
 from coplay.envs.trees.tree import GAME_OVER, YOUR_MOVE
 
@@ -183,6 +183,11 @@ class TextMatrixTalk(TextEnv):
         none = jnp.full((self.rounds, 2), -1, jnp.int32)
         state = MatrixTalkState(said=none, did=none, t=jnp.int32(0), done=jnp.bool_(False))
         return state, self._timestep(state, jnp.zeros(2, jnp.float32), jnp.zeros(2, bool))
+
+    def move_mask(self, state: MatrixTalkState) -> jax.Array:
+        """The messages in a round's talk, the moves in its play."""
+        talk = jnp.arange(len(self.move_texts)) < len(self.words.messages)
+        return jnp.broadcast_to(talk == (state.t % 2 == 0), (2, len(self.move_texts)))
 
     def _step(self, state: MatrixTalkState, actions, key):
         acting = state.t % 2 == 1                                   # else talking

@@ -65,8 +65,8 @@ from coplay.core.errors import ConfigError, unknown_name
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
-from coplay.envs.text.base import TextEnv
-from coplay.envs.text.games import check_invalid, move_table, read_move
+from coplay.envs.text.base import TextEnv, move_table
+from coplay.envs.text.games import check_invalid, read_move
 from coplay.envs.text.vocab import PAD, VOCAB
 from coplay.envs.trees.tree import GAME_OVER, WAIT, YOUR_MOVE
 
@@ -229,6 +229,9 @@ class TextNegotiation(TextEnv):
         keep no more than the pool holds, and "accept" once there is a standing proposal."""
         fits = jnp.all(self._keeps <= state.counts, axis=1)
         return jnp.concatenate([fits, (state.offers > 0)[None]])
+
+    def move_mask(self, state: NegotiationState) -> jax.Array:
+        return jnp.broadcast_to(self.legal_moves(state), (2, len(self.move_texts)))
 
     def _step(self, state: NegotiationState, actions, key):
         playing, mover = ~state.done, state.mover

@@ -36,8 +36,8 @@ from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
-from coplay.envs.text.base import TextEnv
-from coplay.envs.text.games import check_invalid, move_table, read_move
+from coplay.envs.text.base import TextEnv, move_table
+from coplay.envs.text.games import check_invalid, read_move
 from coplay.envs.text.vocab import VOCAB
 from coplay.envs.trees.tree import GAME_OVER, WAIT, YOUR_MOVE
 
@@ -118,6 +118,9 @@ class TextNim(TextEnv):
     def legal_moves(self, piles: jax.Array) -> jax.Array:
         """[A] bool: the moves (rows of the move table) that the piles allow."""
         return self._move_count <= piles[self._move_pile]
+
+    def move_mask(self, state: NimState) -> jax.Array:
+        return jnp.broadcast_to(self.legal_moves(state.piles), (2, len(self.move_texts)))
 
     def _step(self, state: NimState, actions, key):
         mover = state.mover

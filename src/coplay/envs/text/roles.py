@@ -89,8 +89,8 @@ from coplay.core.errors import ConfigError, unknown_name
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
-from coplay.envs.text.base import TextEnv
-from coplay.envs.text.games import check_invalid, move_table, parse
+from coplay.envs.text.base import TextEnv, move_table
+from coplay.envs.text.games import check_invalid, parse
 from coplay.envs.text.vocab import PAD, VOCAB
 from coplay.envs.trees.tree import GAME_OVER, WAIT, YOUR_MOVE
 
@@ -253,6 +253,11 @@ class TextArithmeticRoles(TextEnv):
         zero = jnp.float32(0.0)
         facts = dict.fromkeys(("proposed", "claim_correct", "solved", "verified", "learnability"), zero)
         return state, self._timestep(state, jnp.zeros(3, jnp.float32), jnp.zeros(3, bool), facts)
+
+    def move_mask(self, state: ArithmeticState) -> jax.Array:
+        """Each role's own moves (the proposer's problems, the solver's answers, the verifier's verdicts)."""
+        rows = jnp.arange(len(self.move_texts))
+        return (rows >= self._first[:, None]) & (rows < (self._first + self._count)[:, None])
 
     def _step(self, state: ArithmeticState, actions, key):
         k = self.attempts

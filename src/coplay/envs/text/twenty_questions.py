@@ -52,8 +52,8 @@ from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
 from coplay.core.types import EnvSpec, TimeStep
-from coplay.envs.text.base import TextEnv
-from coplay.envs.text.games import check_invalid, move_table, read_move
+from coplay.envs.text.base import TextEnv, move_table
+from coplay.envs.text.games import check_invalid, read_move
 from coplay.envs.text.vocab import PAD, VOCAB
 from coplay.envs.trees.tree import GAME_OVER, YOUR_MOVE
 
@@ -150,6 +150,9 @@ class TextTwentyQuestions(TextEnv):
     def legal_moves(self, count: jax.Array) -> jax.Array:
         """[A] bool: the moves (rows of `move_texts`) legal after `count` questions."""
         return jnp.concatenate([jnp.full(len(WORDS), count < self.max_questions), jnp.ones(self.objects, bool)])
+
+    def move_mask(self, state: TwentyQuestionsState) -> jax.Array:
+        return self.legal_moves(state.count)[None]
 
     def _step(self, state: TwentyQuestionsState, actions, key):
         move, invalid, forfeit = read_move(jnp.asarray(actions)[0], self._moves, self.legal_moves(state.count),
