@@ -230,3 +230,61 @@ def test_bad_requests_are_refused_before_compiling():
     with pytest.raises(ConfigError, match="gigpo needs the environment's state keys"):
         ga.gigpo(_batch()._replace(state=None))
     assert ga.estimator("gigpo").needs_state and ga.estimator("rae").stateful
+
+
+# ----- export in verl's field names -------------------------------------------------------------
+
+
+def _verl_group_norm(keys, scores, scale):
+    """verl's outcome normalisation over rows grouped by `keys`: `score - mean`, divided
+    by torch's (Bessel-corrected) std + 1e-6 where `scale` (groups here have 2+ members)."""
+    out = np.zeros(len(scores))
+    for k in set(keys):
+        rows = [i for i, key in enumerate(keys) if key == k]
+        x = scores[rows]
+        out[rows] = (x - x.mean()) / ((x.std(ddof=1) + 1e-6) if scale else 1.0)
+    return out
+
+
+def test_a_batch_exported_in_verl_field_names_gives_the_same_advantages_under_verl_conventions():
+    rng = np.random.default_rng(0)
+    # Two agents taking turns, episodes of 2..4 steps, two groups of three: GRPO pools every
+    # (trajectory, agent) response of a group, one score per response, as verl's GRPO does.
+    e, t = 6, 4
+    length = np.array([4, 3, 2, 4, 4, 3])
+    live = np.arange(t)[None, :] < length[:, None]
+    acted = live[..., None] & (np.arange(2)[None, None, :] == np.arange(t)[None, :, None] % 2)
+    reward = np.where(acted, rng.normal(size=(e, t, 2)).round(2), 0.0).astype(np.float32)
+    ep = ga.Episodes(jnp.asarray(reward), jnp.asarray(acted), jnp.asarray([0, 0, 0, 1, 1, 1], jnp.int32))
+    rows = ga.to_verl(ep, ga.grpo(ep))
+    assert len(rows["uid"]) == acted.sum() and rows["active_masks"].all()
+    responses = {}
+    for u, tr, a, r in zip(rows["uid"], rows["traj_uid"], rows["agent_id"], rows["episode_rewards"]):
+        responses[(u, tr, a)] = r
+    keys = list(responses)
+    adv = dict(zip(keys, _verl_group_norm([k[0] for k in keys], np.array(list(responses.values())), True)))
+    expected = [adv[k] for k in zip(rows["uid"], rows["traj_uid"], rows["agent_id"])]
+    np.testing.assert_allclose(rows["advantages"], expected, atol=1e-4)
+    np.testing.assert_allclose(rows["rewards"], reward[acted])
+    # the return from each turn on (gamma 1): the rest of the agent's rewards in its episode
+    np.testing.assert_allclose(rows["step_rewards"][rows["turn"] == 0],
+                               reward.sum(1)[length > 0, 0], rtol=1e-6)
+
+    # GiGPO, one agent, episodes of equal length, mean_norm (verl-agent's default mode): the
+    # episode part centred over the group's rows, the step part over the rows of a group that
+    # share an anchor observation, summed with omega = 1
+    state = rng.integers(0, 3, size=(e, t, 1)).astype(np.int32)
+    solo = ga.Episodes(jnp.asarray(reward[..., :1] + 0.1), jnp.ones((e, t, 1), bool),
+                       jnp.asarray([0, 0, 0, 1, 1, 1], jnp.int32), state=jnp.asarray(state))
+    rows = ga.to_verl(solo, ga.gigpo(solo, omega=1.0, gamma=0.9), gamma=0.9)
+    episode = _verl_group_norm(list(rows["uid"]), rows["episode_rewards"], False)
+    step = _verl_group_norm(list(zip(rows["uid"], rows["anchor_obs"])), rows["step_rewards"], False)
+    np.testing.assert_allclose(rows["advantages"], episode + step, atol=1e-4)
+
+    # several rewards: each under its name, and their sum as `rewards`
+    two = ga.Episodes(jnp.stack([ep.reward, 2 * ep.reward], -1), ep.acted, ep.group)
+    rows = ga.to_verl(two, reward_names=("win", "style"))
+    np.testing.assert_allclose(rows["rewards/style"], 2 * rows["rewards/win"])
+    np.testing.assert_allclose(rows["rewards"], 3 * rows["rewards/win"], rtol=1e-6)
+    with pytest.raises(ConfigError, match="reward_names has 1 names for 2 rewards"):
+        ga.to_verl(two, reward_names=("win",))

@@ -29,7 +29,9 @@ where other implementations divide zero by zero.
 
 `ESTIMATORS` names them all, with what each needs from a batch (state keys,
 a baseline carried between batches); `estimator(name)` looks one up with an
-error that lists the choices.
+error that lists the choices. `to_verl` writes a batch (and its advantages) as
+the flat rows verl-style trainers consume, to check them against another
+implementation.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from coplay.core.errors import ConfigError, unknown_name
 
@@ -314,6 +317,60 @@ def gigpo(ep: Episodes, *, omega: float = 1.0, gamma: float = 1.0, scale: bool =
     step = turn_advantages(ep, [ep.group[:, None, None], ep.roles[:, None, :], ep.state], gamma, weights,
                            scale=scale, eps=eps)
     return to_turns(episode, ep) + omega * step
+
+
+# --- export -----------------------------------------------------------------------------
+
+
+def to_verl(ep: Episodes, advantages: jax.Array | None = None, *, gamma: float = 1.0,
+            reward_names: Sequence[str] = ()) -> dict[str, np.ndarray]:
+    """A batch as the flat rows verl-style trainers consume (verl's GRPO, verl-agent's
+    GiGPO), one row per acted turn, so that advantages computed here can be checked
+    against another implementation on the same batch. Host-side numpy.
+
+        uid            str    the episode's group (verl: the prompt's uid)
+        traj_uid       str    the episode (verl-agent: the trajectory)
+        agent_id       int    the agent that acted
+        role           int    the role it played (`Episodes.role`, or its index)
+        turn           int    the step of the episode
+        anchor_obs     int    the state key of the step (`Episodes.state`; only where given)
+        rewards        float  the agent's reward after the step (several rewards: summed
+                              with equal weights, and each also as `rewards/<name>`)
+        step_rewards   float  the return from the step on, `G_t` with `gamma` (verl-agent's)
+        episode_rewards float the agent's episode return (what a verl sequence's
+                              `token_level_rewards` sum to)
+        active_masks   bool   True (every row is a real turn)
+        advantages     float  `advantages [E, T, N]` at the turn, where given
+    """
+    acted = np.asarray(ep.acted)
+    e, t, n = acted.shape
+    rewards = np.asarray(ep.reward, np.float64)
+    several = rewards.ndim == 4
+    if several and reward_names and len(reward_names) != rewards.shape[-1]:
+        raise ConfigError(f"reward_names has {len(reward_names)} names for {rewards.shape[-1]} rewards")
+    scalar = rewards.sum(-1) if several else rewards
+    rows = np.nonzero(acted)
+    episode, step, agent = rows
+    returns_to_go = np.asarray(turn_returns(jnp.asarray(scalar), gamma))
+    out: dict[str, np.ndarray] = {
+        "uid": np.asarray(ep.group)[episode].astype(str),
+        "traj_uid": episode.astype(str),
+        "agent_id": agent.astype(np.int64),
+        "role": np.asarray(ep.roles)[episode, agent].astype(np.int64),
+        "turn": step.astype(np.int64),
+        "rewards": scalar[rows],
+        "step_rewards": returns_to_go[rows],
+        "episode_rewards": scalar.sum(1)[episode, agent],
+        "active_masks": np.ones(len(episode), bool),
+    }
+    if ep.state is not None:
+        out["anchor_obs"] = np.asarray(ep.state)[rows].astype(np.int64)
+    if several:
+        names = reward_names or [str(k) for k in range(rewards.shape[-1])]
+        out.update({f"rewards/{name}": rewards[..., k][rows] for k, name in enumerate(names)})
+    if advantages is not None:
+        out["advantages"] = np.asarray(advantages, np.float64)[rows]
+    return out
 
 
 # --- lookup -----------------------------------------------------------------------------
