@@ -22,6 +22,7 @@ from coplay.envs.text.tree_games import TextTreeGame
 from coplay.envs.text.vocab import PAD
 from coplay.eval.text_policies import score_text_policy
 from coplay.experiment.config import parse_overrides
+from coplay.experiment.evaluate import record_dialogue
 from coplay.experiment.runner import plan
 from coplay.experiment.tournament import run_tournament
 
@@ -95,6 +96,9 @@ def test_decoding_restricted_to_legal_moves_never_forfeits_in_training_or_evalua
     assert float(stats["turns_per_episode"]) >= 5          # no game ended early: nothing was forfeited
     out = jit_once(trainer.evaluator(16))(state.params, jax.random.PRNGKey(1))
     assert np.all(np.asarray(out["invalid_utterance"]) == 0) and np.all(np.asarray(out["finished"]) == 1)
+    for k in range(2):   # the dialogues `coplay eval` prints are played under the same restriction
+        lines = record_dialogue(trainer.policy(), state.params, jax.random.PRNGKey(k))
+        assert any("says:" in line for line in lines) and not any("names no legal move" in line for line in lines)
     # the same untrained policy, free to write any of the game's words, forfeits
     free = GRPO(Config(num_envs=16, group_size=2, layers=1, width=32), game, num_updates=1)
     out = jit_once(free.evaluator(16))(state.params, jax.random.PRNGKey(1))

@@ -41,12 +41,15 @@ def record_dialogue(policy: Policy, params: Any, key: jax.Array) -> list[str]:
     return; an empty list for environments that are not text environments."""
     from coplay.envs.text.base import TextEnv
 
-    env = policy.env.unwrapped if isinstance(policy.env, Wrapper) else policy.env
+    # played in the policy's own environment (its wrappers may carry what it reads, such as
+    # the legal moves of a policy restricted to them), read in the text environment's words
+    played = policy.env.env if isinstance(policy.env, AutoReset) else policy.env
+    env = played.unwrapped if isinstance(played, Wrapper) else played
     if not isinstance(env, TextEnv):
         return []
-    step, act = jax.jit(env.step), jax.jit(policy.act)
+    step, act = jax.jit(played.step), jax.jit(policy.act)
     k_reset, key = jax.random.split(key)
-    state, ts = jax.jit(env.reset)(k_reset)
+    state, ts = jax.jit(played.reset)(k_reset)
     carry = policy.initial_carry((1,))
     roles, lines = env.spec.roles, []
     returns = np.zeros(len(roles))
