@@ -39,6 +39,7 @@ class _Unkeyed(TextTreeGame):
     (["algo.minibatches=5"], ["algo.minibatches=5 must divide the turns of one update", "3 steps x 64 episodes"]),
     (["algo.estimator=gipgo"], ["gipgo", "gigpo", "grpo", "rae"]),
     (["algo.token_norm=tokens"], ["tokens", "sequence", "token", "constant"]),
+    (["algo.reference_every=50"], ["algo.reference_every=50 refreshes the reference policy", "algo.kl_coef > 0"]),
 ])
 def test_bad_settings_are_refused_before_anything_compiles(overrides, words):
     with pytest.raises(ConfigError) as err:
@@ -87,6 +88,21 @@ def test_a_scripted_bot_takes_the_other_seat_says_its_moves_and_is_never_trained
 
 
 @pytest.mark.slow
+def test_the_kl_reference_is_refreshed_to_the_current_policy_every_k_updates():
+    trainer = GRPO(Config(kl_coef=0.1, reference_every=2, decoding="legal", num_envs=16, group_size=4, layers=1,
+                          width=16),
+                   TextTreeGame("kuhn_poker"), num_updates=3)
+    state = trainer.init(jax.random.PRNGKey(0))
+    update = jax.jit(trainer.update)
+    same = lambda a, b: all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))  # noqa: E731
+    one, _ = update(state)
+    two, _ = update(one)
+    three, _ = update(two)
+    assert same(one.reference, state.params) and not same(one.params, state.params)    # the initial policy
+    assert same(two.reference, two.params)                                             # refreshed at update 2
+    assert same(three.reference, two.params) and not same(three.params, two.params)   # kept until update 4
+
+
 def test_decoding_restricted_to_legal_moves_never_forfeits_in_training_or_evaluation():
     game = coplay.make("text:tic_tac_toe")
     trainer = GRPO(Config(decoding="legal", num_envs=16, group_size=2, layers=1, width=32), game, num_updates=1)

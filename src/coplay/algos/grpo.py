@@ -41,8 +41,14 @@ outcome (a forfeit by default): the format is part of what is learned. With
 the exact evaluation score the utterances under the same restriction.
 
 The reference policy of the KL term is the initial one (kept only when
-`kl_coef > 0`). Padding, finished episodes' steps, the opponents' turns and the
-tokens after an utterance's `<end>` carry no weight anywhere.
+`kl_coef > 0`), or, with `reference_every=K`, the policy as it was at the last
+multiple of K updates: each stretch of K updates then solves a game
+regularised towards the previous stretch's result, whose fixed point is an
+equilibrium of the game itself (the regularised Nash dynamics of DeepNash,
+Perolat et al., 2022, with the regulariser in the loss instead of the reward).
+
+Padding, finished episodes' steps, the opponents' turns and the tokens after
+an utterance's `<end>` carry no weight anywhere.
 """
 
 from __future__ import annotations
@@ -98,8 +104,10 @@ class Config(RolloutConfig):
     token_norm: str = param("sequence", "how token terms are averaged: sequence (per utterance, then over "
                                         "utterances: GRPO), token (over all tokens: DAPO), constant (token sum / "
                                         "max_tokens: Dr. GRPO)", choices=TOKEN_NORMS)
-    kl_coef: float = param(0.0, "weight of the per-token KL to the initial policy (k3 estimator); 0: none",
+    kl_coef: float = param(0.0, "weight of the per-token KL to the reference policy (k3 estimator); 0: none",
                            min=0.0)
+    reference_every: int = param(0, "updates between refreshes of the KL's reference policy to the current one "
+                                    "(regularised Nash dynamics); 0: the initial policy throughout", min=0)
     ent_coef: float = param(0.0, "per-token entropy bonus weight", min=0.0)
     entropy_reward: float = param(0.0, "tau: each utterance y adds -tau log pi(y) to its speaker's reward "
                                        "(maximum-entropy RL over utterances)", min=0.0)
@@ -143,7 +151,7 @@ class Config(RolloutConfig):
 class TrainState:
     params: Any          # one model, or each leaf [N, ...] (one per agent index) with share_params=false
     opt_state: Any
-    reference: Any       # the initial params where kl_coef > 0, else {}
+    reference: Any       # the KL's reference params where kl_coef > 0 (initial, or the last refresh's), else {}
     pool: Any            # opponent_pool.Pool with a pool opponent (latest, uniform, pfsp), else {}
     baseline: jax.Array  # [1, N] rae's moving average per role (unused by the other estimators)
     key: jax.Array
@@ -182,6 +190,9 @@ class GRPO(Trainer[Config]):
                               f"of one update), e.g. num_envs={c.group_size * max(1, c.num_envs // c.group_size)}")
         if c.width % c.heads:
             raise ConfigError(f"algo.heads={c.heads} must divide algo.width={c.width}")
+        if c.reference_every and not c.kl_coef:
+            raise ConfigError(f"algo.reference_every={c.reference_every} refreshes the reference policy of the KL "
+                              f"term, and algo.kl_coef=0 has none; set algo.kl_coef > 0 or algo.reference_every=0")
         self.estimate = estimator(c.estimator)
         if self.estimate.needs_state and not env.views_are_states:
             raise ConfigError(f"algo.estimator={c.estimator} groups turns by the state they were taken in, and "
@@ -495,7 +506,11 @@ class GRPO(Trainer[Config]):
             stats.update({"return": result["return"].mean(), "win": result["win"].mean(),
                           "draw": result["draw"].mean(), "loss": result["loss"].mean()})
         stats.update(self._metrics(buf, batch, returns, alive))
-        new = TrainState(params=params, opt_state=opt_state, reference=state.reference, pool=pool,
+        reference = state.reference
+        if c.kl_coef > 0 and c.reference_every > 0:
+            refresh = updates % c.reference_every == 0
+            reference = jax.tree.map(lambda new, old: jnp.where(refresh, new, old), params, reference)
+        new = TrainState(params=params, opt_state=opt_state, reference=reference, pool=pool,
                          baseline=baseline, key=key, updates=updates)
         return new, stats
 
