@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 
 import coplay
+from coplay.algos.common.matches import bare_env, make_match, random_policy
 from coplay.algos.grpo import GRPO, Config, view_keys
 from coplay.cli.main import main
 from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError
 from coplay.envs.text.tree_games import TextTreeGame
 from coplay.envs.text.vocab import PAD
-from coplay.eval.text_policies import score_text_policy
+from coplay.eval.text_policies import score_text_policy, speaker
 from coplay.experiment.config import parse_overrides
 from coplay.experiment.evaluate import record_dialogue
 from coplay.experiment.runner import plan
@@ -115,10 +116,10 @@ def test_decoding_restricted_to_legal_moves_never_forfeits_in_training_or_evalua
     for k in range(2):   # the dialogues `coplay eval` prints are played under the same restriction
         lines = record_dialogue(trainer.policy(), state.params, jax.random.PRNGKey(k))
         assert any("says:" in line for line in lines) and not any("names no legal move" in line for line in lines)
-    # the same untrained policy, free to write any of the game's words, forfeits
-    free = GRPO(Config(num_envs=16, group_size=2, layers=1, width=32), game, num_updates=1)
-    out = jit_once(free.evaluator(16))(state.params, jax.random.PRNGKey(1))
-    assert np.asarray(out["invalid_utterance"]).mean() > 0.1
+    # in the game underneath (as a tournament seats it), the game's mask gives it the legal moves
+    me = speaker(bare_env(trainer.policy().env), trainer.policy())
+    match = jit_once(make_match(game.game, [me, random_policy(game.game)], 32))
+    assert np.asarray(match([state.params, None], jax.random.PRNGKey(2))["illegal"]).sum() == 0
 
 
 @pytest.mark.parametrize("env, opponent, words", [

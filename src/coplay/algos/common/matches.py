@@ -28,12 +28,15 @@ from coplay.algos.base import Policy
 from coplay.algos.common.rollout import play_until_done
 from coplay.core.env import Env, Wrapper
 from coplay.core.errors import ConfigError
+from coplay.envs.text.base import MovesAsMask
 from coplay.nets.distributions import prefix_sum
 from coplay.wrappers import AutoReset, EpisodeStats
 
-# Wrappers that leave observations, masks and actions as they are: a policy
-# built over them acts on the bare environment.
-_TRANSPARENT = (AutoReset, EpisodeStats)
+# Wrappers that leave observations and actions as they are: a policy built over
+# them acts on the bare environment. (MovesAsMask only adds the legal moves that a
+# text policy restricted to them reads as its mask; in the game underneath a text
+# game, `speaker`, the game's own mask gives them.)
+_TRANSPARENT = (AutoReset, EpisodeStats, MovesAsMask)
 
 
 def bare_env(env: Env) -> Env:
