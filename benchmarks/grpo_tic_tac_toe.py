@@ -3,6 +3,7 @@
     python benchmarks/grpo_tic_tac_toe.py                 # 600 updates, 1000 games per seat; writes BENCHMARKS.md
     python benchmarks/grpo_tic_tac_toe.py --opponent random   # trained against the random bot instead
     python benchmarks/grpo_tic_tac_toe.py --quick         # 40 updates, 200 games, nothing written
+    python benchmarks/grpo_tic_tac_toe.py --set algo.decoding=legal --name grpo_tic_tac_toe_legal
 
 `algo=grpo` self-play on `text:tic_tac_toe` through `coplay.train` (one model
 in both seats, defaults otherwise unless given with --set), or with
@@ -86,7 +87,8 @@ def table(r: dict, info: str) -> str:
     command = (f"--updates {r['updates']}" + ("" if opponent == "self" else f" --opponent {opponent}")
                + (f" --set {' '.join(r['settings'])}" if r["settings"] else ""))
     lines = [
-        f"## Tic-tac-toe in words: GRPO {how}, against random and perfect play",
+        f"## Tic-tac-toe in words: GRPO {how}{' with ' + ' '.join(r['settings']) if r['settings'] else ''}, "
+        "against random and perfect play",
         "",
         f"`python benchmarks/grpo_tic_tac_toe.py {command}` on {info}. `algo=grpo` {how} on "
         f"`text:tic_tac_toe`, defaults{' and ' + ' '.join(r['settings']) if r['settings'] else ''}, "
@@ -119,6 +121,8 @@ def main() -> None:
                         help="who the learner trains against (algo.opponent)")
     parser.add_argument("--set", nargs="*", default=[], help="extra overrides, e.g. algo.ent_coef=0.03")
     parser.add_argument("--quick", action="store_true", help="40 updates, 100 games, nothing written")
+    parser.add_argument("--name", default=None, help="results file and BENCHMARKS.md section (default: "
+                                                      "grpo_tic_tac_toe, with _vs_<opponent> against a bot)")
     a = parser.parse_args()
     updates, games = (40, 100) if a.quick else (a.updates, a.games)
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,7 +134,7 @@ def main() -> None:
     print(text)
     if not a.quick:
         (ROOT / "benchmarks" / "results").mkdir(exist_ok=True)
-        name = "grpo_tic_tac_toe" + ("" if a.opponent == "self" else f"_vs_{a.opponent}")
+        name = a.name or "grpo_tic_tac_toe" + ("" if a.opponent == "self" else f"_vs_{a.opponent}")
         (ROOT / "benchmarks" / "results" / f"{name}.json").write_text(json.dumps(r, indent=2))
         write_section(name, text)
 
