@@ -89,12 +89,13 @@ def test_a_scripted_bot_takes_the_other_seat_says_its_moves_and_is_never_trained
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_the_kl_reference_is_refreshed_to_the_current_policy_every_k_updates():
     trainer = GRPO(Config(kl_coef=0.1, reference_every=2, decoding="legal", num_envs=16, group_size=4, layers=1,
                           width=16),
                    TextTreeGame("kuhn_poker"), num_updates=3)
     state = trainer.init(jax.random.PRNGKey(0))
-    update = jax.jit(trainer.update)
+    update = jit_once(trainer.update)
     same = lambda a, b: all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))  # noqa: E731
     one, _ = update(state)
     two, _ = update(one)
