@@ -250,11 +250,9 @@ class GRPO(Trainer[Config]):
         b, k = agents.shape
         keys = jax.random.split(key, b * k).reshape(b, k, -1)
         temperature = self.config.temperature
-        if legal is None:
-            legal = jnp.ones((b, k, 0), bool)
 
-        def one(v, a, kk, ok):
-            return self.model.generate(self._params_of(params, a), v, a, kk, temperature, ok if ok.size else None)
+        def one(v, a, kk, ok):   # (vmap passes legal=None through as None)
+            return self.model.generate(self._params_of(params, a), v, a, kk, temperature, ok)
 
         return jax.vmap(jax.vmap(one))(views, agents, keys, legal)
 
@@ -262,10 +260,8 @@ class GRPO(Trainer[Config]):
                          legal: jax.Array | None = None):
         """[B] samples (legal moves [B, A] with decoding=legal) -> (log-probabilities [B, T], entropies [B, T])."""
         temperature = self.config.temperature
-        if legal is None:
-            legal = jnp.ones((tokens.shape[0], 0), bool)
         return jax.vmap(lambda v, a, u, ok: self.model.token_log_probs(
-            self._params_of(params, a), v, a, u, temperature, ok if ok.size else None))(views, agents, tokens, legal)
+            self._params_of(params, a), v, a, u, temperature, ok))(views, agents, tokens, legal)
 
     def _legal(self, env_state: Any, agents: jax.Array) -> jax.Array | None:
         """The moves legal now for each speaker [E, K, A] (decoding=legal), else None."""
@@ -416,12 +412,9 @@ class GRPO(Trainer[Config]):
         a pool snapshot's utterance, or the scripted bot's move in words."""
         e = agents.shape[0]
         if self.bot is None:
-            if legal is None:
-                legal = jnp.ones((*agents.shape, 0), bool)
-
-            def against(p, v, a, kk, ok):   # one game's opponent, with its own parameters
-                return jax.tree.map(lambda x: x[0], self._generate(p, v[None], a[None], kk,
-                                                                   ok[None] if ok.size else None))
+            def against(p, v, a, kk, ok):   # one game's opponent, with its own parameters (ok: None passes)
+                one = jax.tree.map(lambda x: x[None], ok)
+                return jax.tree.map(lambda x: x[0], self._generate(p, v[None], a[None], kk, one))
 
             return jax.vmap(against)(opponent_pool.gather(state.pool, opponent), views, agents,
                                      jax.random.split(key, e), legal)

@@ -343,7 +343,6 @@ def to_verl(ep: Episodes, advantages: jax.Array | None = None, *, gamma: float =
         advantages     float  `advantages [E, T, N]` at the turn, where given
     """
     acted = np.asarray(ep.acted)
-    e, t, n = acted.shape
     rewards = np.asarray(ep.reward, np.float64)
     several = rewards.ndim == 4
     if several and reward_names and len(reward_names) != rewards.shape[-1]:
