@@ -41,6 +41,10 @@ class _Unkeyed(TextTreeGame):
     (["algo.estimator=gipgo"], ["gipgo", "gigpo", "grpo", "rae"]),
     (["algo.token_norm=tokens"], ["tokens", "sequence", "token", "constant"]),
     (["algo.reference_every=50"], ["algo.reference_every=50 refreshes the reference policy", "algo.kl_coef > 0"]),
+    (["algo.bot_share=0.25", "algo.opponent=random"], ["algo.bot_share=0.25 mixes a scripted bot",
+                                                        "algo.opponent=random is a bot in every group"]),
+    (["algo.bot_share=1.5"], ["algo.bot_share", "1.5"]),
+    (["algo.bot=stockfish"], ["stockfish", "random", "minimax"]),
 ])
 def test_bad_settings_are_refused_before_anything_compiles(overrides, words):
     with pytest.raises(ConfigError) as err:
@@ -72,7 +76,8 @@ def test_a_scripted_bot_takes_the_other_seat_says_its_moves_and_is_never_trained
     trainer = GRPO(Config(opponent="minimax", num_envs=16, group_size=2, layers=1), game, num_updates=1)
     state = trainer.init(jax.random.PRNGKey(0))
     assert state.pool == {}                                             # no snapshots kept
-    buf, alive, seat, _ = jit_once(trainer._play)(state, jax.random.PRNGKey(1))
+    buf, alive, seat, _, vs_bot = jit_once(trainer._play)(state, jax.random.PRNGKey(1))
+    assert np.all(np.asarray(vs_bot))                                   # the bot in every game
     agent, learner = np.asarray(buf["agent"][..., 0]), np.asarray(buf["learner"][..., 0])
     seat = np.asarray(seat)
     assert set(seat.tolist()) == {0, 1} and np.all(seat[::2] == seat[1::2])     # one seat per group
@@ -89,6 +94,26 @@ def test_a_scripted_bot_takes_the_other_seat_says_its_moves_and_is_never_trained
 
 
 @pytest.mark.slow
+def test_a_share_of_the_groups_plays_a_scripted_bot_and_the_rest_self_play():
+    game = coplay.make("text:tic_tac_toe")
+    trainer = GRPO(Config(bot_share=0.5, bot="minimax", decoding="legal", num_envs=32, group_size=2, layers=1,
+                          width=16), game,
+                   num_updates=1)
+    buf, alive, seat, _, vs_bot = jit_once(trainer._play)(trainer.init(jax.random.PRNGKey(0)),
+                                                          jax.random.PRNGKey(1))
+    seat, vs_bot = np.asarray(seat), np.asarray(vs_bot)
+    assert 0 < vs_bot.sum() < 32 and np.all(vs_bot[::2] == vs_bot[1::2])    # drawn per group of 2
+    assert np.all(seat[~vs_bot] == -1) and set(seat[vs_bot].tolist()) == {0, 1}
+    agent, learner = np.asarray(buf["agent"][..., 0]), np.asarray(buf["learner"][..., 0])   # [H, E]
+    bots_turn = vs_bot[None] & (agent != seat[None])
+    assert not np.any(learner & bots_turn) and bots_turn.any()              # the bot's turns are not trained
+    acted = np.asarray(buf["acted"]).sum(0)                                 # [E, N] the learner's turns per seat
+    assert np.all(acted[~vs_bot] >= 2)                                      # self-play: both seats learn
+    assert np.all(acted[vs_bot, 1 - seat[vs_bot]] == 0) and np.all(acted[vs_bot, seat[vs_bot]] >= 2)
+    returns = np.asarray(buf["reward"].sum(0))                              # [E, N]
+    assert np.all(returns[vs_bot, seat[vs_bot]] <= 0) and np.asarray(alive).sum() == 0   # perfect play never loses
+
+
 @pytest.mark.slow
 def test_the_kl_reference_is_refreshed_to_the_current_policy_every_k_updates():
     trainer = GRPO(Config(kl_coef=0.1, reference_every=2, decoding="legal", num_envs=16, group_size=4, layers=1,
@@ -107,10 +132,14 @@ def test_the_kl_reference_is_refreshed_to_the_current_policy_every_k_updates():
 
 def test_decoding_restricted_to_legal_moves_never_forfeits_in_training_or_evaluation():
     game = coplay.make("text:tic_tac_toe")
-    trainer = GRPO(Config(decoding="legal", num_envs=16, group_size=2, layers=1, width=32), game, num_updates=1)
+    trainer = GRPO(Config(decoding="legal", bot_share=0.5, num_envs=16, group_size=2, layers=1, width=32), game,
+                   num_updates=1)
     state = trainer.init(jax.random.PRNGKey(0))
     _, stats = jit_once(trainer.update)(state)
     assert float(stats["invalid"]) == 0.0 and float(stats["finished"]) == 1.0
+    # half the groups against the random bot (the rest self-play), with the learner's results there
+    assert 0 < float(stats["bot/share"]) < 1
+    assert float(stats["bot/win"]) + float(stats["bot/draw"]) + float(stats["bot/loss"]) == pytest.approx(1.0)
     assert float(stats["turns_per_episode"]) >= 5          # no game ended early: nothing was forfeited
     out = jit_once(trainer.evaluator(16))(state.params, jax.random.PRNGKey(1))
     assert np.all(np.asarray(out["invalid_utterance"]) == 0) and np.all(np.asarray(out["finished"]) == 1)
@@ -127,12 +156,30 @@ def test_decoding_restricted_to_legal_moves_never_forfeits_in_training_or_evalua
     ("text:kuhn_poker", "minimax", ["the minimax bot plays tic-tac-toe only", "kuhn_poker"]),
     ("text:nim", "random", ["algo.opponent=random is a scripted bot", "'text:nim' is not a text game",
                             "latest, uniform, pfsp"]),
+    ("text:nim", "self", ["algo.bot=random is a scripted bot", "'text:nim' is not a text game",
+                          "algo.bot_share=0"]),
 ])
 def test_a_bot_opponent_that_cannot_play_the_game_is_refused(env, opponent, words):
+    mixed = ["algo.bot_share=0.5"] if opponent == "self" else []
     with pytest.raises(ConfigError) as err:
-        plan(parse_overrides(["algo=grpo", f"env={env}", f"algo.opponent={opponent}", "total_steps=1000"]))
+        plan(parse_overrides(["algo=grpo", f"env={env}", f"algo.opponent={opponent}", "total_steps=1000", *mixed]))
     for word in words:
         assert word in str(err.value)
+
+
+def test_the_repetition_penalty_counts_each_agents_identical_utterances_in_the_update():
+    trainer = GRPO(Config(repeat_penalty=0.5, repeat_agents="0", layers=1, width=16),
+                   coplay.make("text:arithmetic_roles"), num_updates=1)
+    a, b, c = [3, 4, 5, PAD], [3, 4, 6, PAD], [7, PAD, PAD, PAD]
+    buf = {"tokens": jnp.array([[[a], [a], [b], [a], [c]]], jnp.int32),           # [H=1, E=5, K=1, T]
+           "agent": jnp.array([[[0], [0], [0], [1], [0]]], jnp.int32),
+           "learner": jnp.array([[[True], [True], [True], [True], [False]]])}
+    share = np.asarray(trainer._repeats(buf))[0]                                   # [E, N]
+    # agent 0 said a, a, b (the fifth is not the learner's): a is 2 of its 3; agent 1 is not counted
+    np.testing.assert_allclose(share[:, 0], [2 / 3, 2 / 3, 1 / 3, 0.0, 0.0], rtol=1e-6)
+    assert np.all(share[:, 1:] == 0)
+    with pytest.raises(ConfigError, match=r"algo.repeat_agents='3': give 'all' or agent indices 0..2"):
+        GRPO(Config(repeat_agents="3"), coplay.make("text:arithmetic_roles"), num_updates=1)
 
 
 def test_equal_views_get_equal_state_keys():

@@ -15,7 +15,10 @@ takes one seat per group (drawn per group) and snapshots of itself from the
 opponent pool (`algos.common.opponent_pool`) take the others; with a scripted
 bot's name (`opponent=random|minimax`, `algos.common.bots`) that bot takes them,
 playing the game underneath the words (a text game, `TextGame`) and saying the
-move it chose. Only the learner's turns are trained. The model is conditioned
+move it chose. With `bot_share=p` a share p of the groups (drawn per group) is
+played against a scripted bot (`bot`, random by default) instead, the learner
+in one seat, and the rest as `opponent` says: self-play that also sees the
+mistakes a weaker player makes. Only the learner's turns are trained. The model is conditioned
 on the agent's index (its role); `share_params=false` gives every agent index a
 model of its own.
 
@@ -46,6 +49,13 @@ multiple of K updates: each stretch of K updates then solves a game
 regularised towards the previous stretch's result, whose fixed point is an
 equilibrium of the game itself (the regularised Nash dynamics of DeepNash,
 Perolat et al., 2022, with the regulariser in the loss instead of the reward).
+
+Rewards beyond the environment's: `entropy_reward=tau` adds -tau log pi(y) to
+each utterance's speaker, and `repeat_penalty=lambda` takes lambda times the
+share of the update's utterances of the same agent (of `repeat_agents`) that
+are the same utterance (R-Zero's repetition penalty, Huang et al., 2025, with
+exact matches for its BLEU clusters): a batch-level term that no single episode
+can compute, and that keeps a proposer from posing one problem over and over.
 
 Padding, finished episodes' steps, the opponents' turns and the tokens after
 an utterance's `<end>` carry no weight anywhere.
@@ -111,6 +121,11 @@ class Config(RolloutConfig):
     ent_coef: float = param(0.0, "per-token entropy bonus weight", min=0.0)
     entropy_reward: float = param(0.0, "tau: each utterance y adds -tau log pi(y) to its speaker's reward "
                                        "(maximum-entropy RL over utterances)", min=0.0)
+    repeat_penalty: float = param(0.0, "lambda: each utterance of an agent in repeat_agents loses lambda times the "
+                                       "share of that agent's utterances in the update that are the same as it "
+                                       "(R-Zero's repetition penalty: keeps a proposer's problems varied)", min=0.0)
+    repeat_agents: str = param("all", "the agents (indices, comma-separated, e.g. 0 for text:arithmetic_roles' "
+                                      "proposer) whose utterances repeat_penalty counts; all: every agent")
     temperature: float = param(1.0, "sampling temperature, in training and evaluation", min=0.0,
                                min_exclusive=True)
     alphabet: str = param("speech", "tokens the policy may write: speech (the environment's own words and <end>; "
@@ -125,6 +140,10 @@ class Config(RolloutConfig):
                                   "snapshot from the pool drawn latest, uniform or by pfsp, or a scripted bot "
                                   "(random, minimax) playing the game under a text game's words (the learner "
                                   "takes one seat per group)", choices=OPPONENTS)
+    bot_share: float = param(0.0, "share of the groups in which a scripted bot (algo.bot) takes every seat but "
+                                  "the learner's (one seat per group, drawn); the other groups are played as "
+                                  "algo.opponent says. Needs a text game", min=0.0, max=1.0)
+    bot: str = param("random", "the scripted bot of the bot_share groups", choices=tuple(BOTS))
     pool_size: int = param(8, "snapshots kept in the opponent pool (the oldest leaves first)", min=1)
     snapshot_every: int = param(10, "updates between snapshots of the learner joining the pool", min=1)
     pfsp_power: float = param(2.0, "PFSP weight (1 - score rate) ** power", min=0.0)
@@ -166,6 +185,27 @@ def view_keys(views: jax.Array) -> jax.Array:
     return jax.lax.bitcast_convert_type(key, jnp.int32)
 
 
+def _over(result: dict[str, jax.Array], games: jax.Array, prefix: str) -> dict[str, jax.Array]:
+    """The learner's mean return, win, draw and loss over the episodes where `games` [E]
+    (0 where there are none)."""
+    n = jnp.maximum(jnp.sum(games), 1)
+    return {prefix + k: jnp.sum(jnp.where(games, result[k], 0.0)) / n for k in ("return", "win", "draw", "loss")}
+
+
+def _agent_set(agents: str, n: int, env_name: str) -> tuple[int, ...]:
+    """`repeat_agents` ("all" or comma-separated indices) as a tuple of indices."""
+    if str(agents).strip() == "all":
+        return tuple(range(n))
+    try:
+        chosen = tuple(int(a) for a in str(agents).replace(" ", "").split(","))
+    except ValueError:
+        chosen = ()
+    if not chosen or any(not 0 <= a < n for a in chosen):
+        raise ConfigError(f"algo.repeat_agents={agents!r}: give 'all' or agent indices 0..{n - 1} of {env_name!r}, "
+                          f"comma-separated (e.g. algo.repeat_agents=0)")
+    return chosen
+
+
 def _row(x: jax.Array, agents: jax.Array) -> jax.Array:
     """x [E, N, ...], agents [E, K] -> [E, K, ...]."""
     idx = agents.reshape(*agents.shape, *([1] * (x.ndim - 2)))
@@ -190,6 +230,7 @@ class GRPO(Trainer[Config]):
                               f"of one update), e.g. num_envs={c.group_size * max(1, c.num_envs // c.group_size)}")
         if c.width % c.heads:
             raise ConfigError(f"algo.heads={c.heads} must divide algo.width={c.width}")
+        self.repeat_agents = _agent_set(c.repeat_agents, n, spec.name)
         if c.reference_every and not c.kl_coef:
             raise ConfigError(f"algo.reference_every={c.reference_every} refreshes the reference policy of the KL "
                               f"term, and algo.kl_coef=0 has none; set algo.kl_coef > 0 or algo.reference_every=0")
@@ -205,14 +246,23 @@ class GRPO(Trainer[Config]):
         if not isinstance(env, TextEnv):
             raise ConfigError(f"grpo trains a token-level policy on text environments (coplay.envs.text.TextEnv), "
                               f"and {spec.name!r} is a {type(env).__name__}")
+        if c.bot_share > 0 and c.opponent in BOTS:
+            raise ConfigError(f"algo.bot_share={c.bot_share} mixes a scripted bot into self-play or pool play, and "
+                              f"algo.opponent={c.opponent} is a bot in every group already; use algo.bot_share=0, "
+                              f"or algo.opponent=self or one of {', '.join(POOL_OPPONENTS)}")
+        if c.bot_share > 0 and n < 2:
+            raise ConfigError(f"algo.bot_share={c.bot_share} gives a scripted bot another seat, and {spec.name!r} "
+                              f"has one agent; use algo.bot_share=0")
         self.bot: Policy | None = None
-        if c.opponent in BOTS:
+        bot, setting = (c.opponent, "algo.opponent") if c.opponent in BOTS else (c.bot, "algo.bot")
+        if c.opponent in BOTS or c.bot_share > 0:
             if not isinstance(env, TextGame):
-                raise ConfigError(f"algo.opponent={c.opponent} is a scripted bot, which plays the game under a text "
+                raise ConfigError(f"{setting}={bot} is a scripted bot, which plays the game under a text "
                                   f"game's words, and {spec.name!r} is not a text game (a TextGame: text:kuhn_poker, "
                                   f"text:leduc_holdem, text:tic_tac_toe, text:connect_four); use "
-                                  f"algo.opponent=self or one of {', '.join(POOL_OPPONENTS)}")
-            self.bot = make_bot(c.opponent, env.game)
+                                  + ("algo.bot_share=0" if setting == "algo.bot" else
+                                     f"algo.opponent=self or one of {', '.join(POOL_OPPONENTS)}"))
+            self.bot = make_bot(bot, env.game)
         self.horizon = c.horizon(spec)
         self.turn_based = spec.turn_based and n > 1
         self.slots = 1 if self.turn_based else n        # utterances written per step
@@ -336,8 +386,9 @@ class GRPO(Trainer[Config]):
 
     # ----- one update -------------------------------------------------------------------------------
     def _play(self, state: TrainState, key: jax.Array):
-        """Play `num_envs` episodes in groups; returns per-step buffers [H, E, ...],
-        the learner's seat [E] (-1: every seat) and each episode's opponent slot [E]."""
+        """Play `num_envs` episodes in groups; returns per-step buffers [H, E, ...], whether
+        each episode is still running [E], the learner's seat [E] (-1: every seat), each
+        episode's opponent slot [E] and whether a scripted bot plays its other seats [E]."""
         c, n, h, k_slots = self.config, self.num_agents, self.horizon, self.slots
         e, groups = c.num_envs, c.num_envs // c.group_size
         k_reset, k_seat, k_opp, k_run = jax.random.split(key, 4)
@@ -345,8 +396,14 @@ class GRPO(Trainer[Config]):
         env_state, ts = jax.vmap(self.env.reset)(starts)
         seat = jnp.full((e,), -1, jnp.int32)
         opponent = jnp.zeros((e,), jnp.int32)          # the pool's slot (self and bots: none)
-        if c.opponent != "self":
+        vs_bot = jnp.full((e,), c.opponent in BOTS)
+        if c.bot_share > 0:
+            drawn = jax.random.uniform(jax.random.fold_in(k_seat, 1), (groups,)) < c.bot_share
+            vs_bot = jnp.repeat(drawn, c.group_size)
+        if c.opponent != "self" or c.bot_share > 0:
             seat = jnp.repeat(jax.random.randint(k_seat, (groups,), 0, n, jnp.int32), c.group_size)
+            if c.opponent == "self":
+                seat = jnp.where(vs_bot, seat, -1)     # self-play groups: the learner in every seat
         if c.opponent in POOL_OPPONENTS:
             drawn = opponent_pool.sample(state.pool, k_opp, groups, c.opponent, c.pfsp_power)
             opponent = jnp.repeat(drawn, c.group_size)
@@ -378,11 +435,11 @@ class GRPO(Trainer[Config]):
             legal = self._legal(env_state, agents)
             said = self._generate(state.params, views, agents, k_me, legal)
             spoke = _row(ts.active, agents) & alive[:, None]
-            if c.opponent == "self":
+            if c.opponent == "self" and c.bot_share == 0:
                 learner = spoke
             else:
-                theirs = self._opponents(state, env_state, views, agents, opponent, k_them, legal)
-                mine = agents == seat[:, None]
+                theirs = self._opponents(state, env_state, views, agents, opponent, vs_bot, k_them, legal)
+                mine = (seat[:, None] < 0) | (agents == seat[:, None])
                 said = jax.tree.map(lambda a, b: jnp.where(mine.reshape(*mine.shape, *([1] * (a.ndim - 2))), a, b),
                                     said, theirs)
                 learner = spoke & mine
@@ -404,33 +461,46 @@ class GRPO(Trainer[Config]):
 
         start = (env_state, ts, jnp.ones((e,), bool), buffers)
         _, _, alive, buf = play_until_done(self.env, h, body, start, lambda carry: ~carry[2])
-        return buf, alive, seat, opponent
+        return buf, alive, seat, opponent, vs_bot
 
     def _opponents(self, state: TrainState, env_state: Any, views: jax.Array, agents: jax.Array,
-                   opponent: jax.Array, key: jax.Array, legal: jax.Array | None) -> Utterance:
+                   opponent: jax.Array, vs_bot: jax.Array, key: jax.Array, legal: jax.Array | None) -> Utterance:
         """What the opponents would say in every game [E] (kept where they are to speak):
-        a pool snapshot's utterance, or the scripted bot's move in words."""
+        the scripted bot's move in words where `vs_bot`, else a pool snapshot's utterance
+        (self-play groups: none, the learner speaks in every seat)."""
         e = agents.shape[0]
-        if self.bot is None:
+        pooled = None
+        if self.config.opponent in POOL_OPPONENTS:
             def against(p, v, a, kk, ok):   # one game's opponent, with its own parameters (ok: None passes)
                 one = jax.tree.map(lambda x: x[None], ok)
                 return jax.tree.map(lambda x: x[0], self._generate(p, v[None], a[None], kk, one))
 
-            return jax.vmap(against)(opponent_pool.gather(state.pool, opponent), views, agents,
-                                     jax.random.split(key, e), legal)
+            pooled = jax.vmap(against)(opponent_pool.gather(state.pool, opponent), views, agents,
+                                       jax.random.split(key, e), legal)
+        if self.bot is None:
+            assert pooled is not None
+            return pooled
         game: TextGame = self.env  # type: ignore[assignment]  # checked in __init__
-        moves, _ = self.bot.act(None, env_state.obs, env_state.legal, key, self.bot.initial_carry((e,)),
+        k_bot = key if pooled is None else jax.random.fold_in(key, 1)
+        moves, _ = self.bot.act(None, env_state.obs, env_state.legal, k_bot, self.bot.initial_carry((e,)),
                                 jnp.zeros((e,), bool))                                      # [E, N]
         tokens = game.utterance_of(_row(moves, agents))                                    # [E, K, T]
         zeros = jnp.zeros(tokens.shape[:-1], jnp.float32)
-        return Utterance(tokens=tokens, log_prob=zeros, length=jnp.sum(spoken(tokens), axis=-1).astype(jnp.int32),
-                         token_log_prob=jnp.zeros(tokens.shape, jnp.float32))
+        scripted = Utterance(tokens=tokens, log_prob=zeros,
+                             length=jnp.sum(spoken(tokens), axis=-1).astype(jnp.int32),
+                             token_log_prob=jnp.zeros(tokens.shape, jnp.float32))
+        if pooled is None:
+            return scripted
+        return jax.tree.map(lambda b, p: jnp.where(vs_bot.reshape(-1, *([1] * (b.ndim - 1))), b, p),
+                            scripted, pooled)
 
     def _advantages(self, buf: dict, state: TrainState) -> tuple[jax.Array, jax.Array]:
         """Per-turn advantages [H, E, N] from the update's episodes, and the new baseline."""
         c = self.config
         e = c.num_envs
         reward = buf["reward"] + c.entropy_reward * buf["surprise"]
+        if c.repeat_penalty > 0:
+            reward = reward - c.repeat_penalty * self._repeats(buf)
         ep = Episodes(reward=jnp.swapaxes(reward, 0, 1), acted=jnp.swapaxes(buf["acted"], 0, 1),
                       group=jnp.arange(e, dtype=jnp.int32) // c.group_size,
                       state=jnp.swapaxes(buf["state"], 0, 1) if self.estimate.needs_state else None)
@@ -439,6 +509,21 @@ class GRPO(Trainer[Config]):
         else:
             adv, baseline = self.estimate.fn(ep, **self.estimator_options), state.baseline
         return jnp.swapaxes(adv, 0, 1), baseline
+
+    def _repeats(self, buf: dict) -> jax.Array:
+        """[H, E, N]: at each learner turn of an agent in `repeat_agents`, the share of that
+        agent's learner utterances in the update that are the same as the one said there."""
+        n = self.num_agents
+        said = buf["learner"] & jnp.isin(buf["agent"], jnp.asarray(self.repeat_agents))       # [H, E, K]
+        key = view_keys(buf["tokens"]).reshape(-1)
+        agent, said_flat = buf["agent"].reshape(-1), said.reshape(-1)
+        same = (key[:, None] == key[None, :]) & (agent[:, None] == agent[None, :]) & said_flat[None, :]
+        per_agent = jnp.sum(jax.nn.one_hot(agent, n) * said_flat[:, None], axis=0)            # [N]
+        share = jnp.sum(same, axis=1) / jnp.maximum(per_agent[agent], 1.0)
+        share = jnp.where(said_flat, share, 0.0).reshape(said.shape)                           # [H, E, K]
+        h, e, _ = said.shape
+        return jnp.zeros((h, e, n)).at[jnp.arange(h)[:, None, None], jnp.arange(e)[None, :, None],
+                                       buf["agent"]].add(share)
 
     def _aggregate(self, x: jax.Array, tokens: jax.Array, weight: jax.Array) -> jax.Array:
         """Token terms x [B, T] averaged as `token_norm` says over the weighted utterances."""
@@ -474,7 +559,7 @@ class GRPO(Trainer[Config]):
     def update(self, state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
         c = self.config
         key, k_play, k_epochs = jax.random.split(state.key, 3)
-        buf, alive, seat, opponent = self._play(state, k_play)
+        buf, alive, seat, opponent, vs_bot = self._play(state, k_play)
         adv, baseline = self._advantages(buf, state)
         batch = {"view": buf["view"], "agent": buf["agent"], "tokens": buf["tokens"], "logp": buf["logp"],
                  "learner": buf["learner"], "adv": jnp.take_along_axis(adv, buf["agent"], axis=2)}
@@ -491,13 +576,16 @@ class GRPO(Trainer[Config]):
         returns = buf["reward"].sum(0)                                       # [E, N] the environment's
         pool = state.pool
         updates = state.updates + 1
+        result = outcomes(returns, jnp.maximum(seat, 0))                    # (self-play groups: not read)
         if c.opponent != "self":
-            result = outcomes(returns, seat)
+            theirs = ~vs_bot if c.opponent in POOL_OPPONENTS else vs_bot    # the groups against algo.opponent
             if c.opponent in POOL_OPPONENTS:
-                pool = opponent_pool.record(pool, opponent, result["points"], ~alive, c.pfsp_decay)
+                pool = opponent_pool.record(pool, opponent, result["points"], ~alive & theirs, c.pfsp_decay)
                 pool = opponent_pool.add(pool, params, updates, updates % c.snapshot_every == 0)
-            stats.update({"return": result["return"].mean(), "win": result["win"].mean(),
-                          "draw": result["draw"].mean(), "loss": result["loss"].mean()})
+            stats.update(_over(result, theirs, ""))
+        if c.bot_share > 0:
+            stats.update(_over(result, vs_bot, "bot/"))
+            stats["bot/share"] = jnp.mean(vs_bot.astype(jnp.float32))
         stats.update(self._metrics(buf, batch, returns, alive))
         reference = state.reference
         if c.kl_coef > 0 and c.reference_every > 0:
