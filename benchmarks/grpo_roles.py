@@ -2,6 +2,8 @@
 
     python benchmarks/grpo_roles.py                 # 3 seeds; writes BENCHMARKS.md
     python benchmarks/grpo_roles.py --quick         # 1 seed, a few updates, nothing written
+    python benchmarks/grpo_roles.py --only "dr_mas, repeat_penalty 4 on the proposer"
+                                                    # one setting's curve, printed; nothing written
 
 Learning. `algo=grpo` (one model for the three roles, conditioned on the role)
 trains on `text:arithmetic_roles` through `coplay.train`, with sums of operands
@@ -63,6 +65,11 @@ SETTINGS = {
     "grpo (pooled), ent_coef 0.01": {**BASE, "estimator": "grpo"},
     "mars, ent_coef 0.01": {**BASE, "estimator": "mars"},
     "dr_mas, ent_coef 0.05, 128 episodes per update": {**BASE, "ent_coef": 0.05, "num_envs": 128},
+}
+# settings run by name with --only (not part of the written tables)
+EXTRA = {
+    "dr_mas, repeat_penalty 1 on the proposer": {**BASE, "repeat_penalty": 1.0, "repeat_agents": "0"},
+    "dr_mas, repeat_penalty 4 on the proposer": {**BASE, "repeat_penalty": 4.0, "repeat_agents": "0"},
 }
 SCALE = "1,100,1"
 
@@ -267,13 +274,30 @@ def findings(learning: dict, scaled: list[dict], seeds: int) -> str:
     return text
 
 
+def only(name: str, algo: dict, seeds: int, updates: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        result, rows, seconds = train(algo, ENV, seeds, updates, Path(tmp), "only")
+        points = curve(result, rows, algo, seeds, updates)
+    keys = ("solver_all", "solver_posed", "valid", "claim", "problems", "learn_posed", "learn_all", "verified_eval")
+    print(f"{name}: {algo}, {seeds} seeds, {updates} updates, {seconds:.0f} s; IQM over seeds")
+    print("| updates | " + " | ".join(keys) + " |")
+    for p in points:
+        print(f"| {p['updates']} | " + " | ".join(f"{iqm(p[k]):.2f}" for k in keys) + " |")
+    print("per seed at the end:", {k: np.round(points[-1][k], 2).tolist() for k in ("solver_all", "problems")})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--updates", type=int, default=300)
     parser.add_argument("--scaled-updates", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="1 seed, 20 updates, nothing written")
+    parser.add_argument("--only", choices=[*SETTINGS, *EXTRA], help="run this setting alone and print its curve "
+                        "(IQM over seeds of the exact scores per chunk); nothing written")
     args = parser.parse_args()
+    if args.only:
+        only(args.only, {**SETTINGS, **EXTRA}[args.only], args.seeds, args.updates)
+        return
     seeds, updates, scaled_updates = (1, 20, 20) if args.quick else (args.seeds, args.updates, args.scaled_updates)
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
