@@ -3,6 +3,8 @@
     python benchmarks/grpo_text.py                  # Kuhn and Leduc curves, throughput; writes BENCHMARKS.md
     python benchmarks/grpo_text.py --budget 60      # seconds of training per curve (default 300)
     python benchmarks/grpo_text.py --quick          # short budgets, no table written
+    python benchmarks/grpo_text.py --seeds 3 --only "kuhn, decoding=legal + KL ..."   # one configuration
+                                                    # (a prefix of its name), seeds 0..2; its own table
 
 Curves: self-play from a fresh token policy (`algo=grpo`, one model in both
 seats) on `text:kuhn_poker` and `text:leduc_holdem`, timed on this machine
@@ -145,13 +147,57 @@ def table(results: dict, info: str, budget: float) -> str:
     return "\n".join(lines)
 
 
+def seeds_table(name: str, runs: list[dict], info: str, budget: float) -> str:
+    lines = [
+        "## GRPO with the token-level policy: one configuration over seeds",
+        "",
+        f"`python benchmarks/grpo_text.py --seeds {len(runs)} --only \"{name}\"` on {info}: `{name}`, "
+        f"seeds 0..{len(runs) - 1}, each alone on the machine, at most {budget:g} s of training (compile included; "
+        "the run stops earlier where the updates it plans are done). Exploitability exact, as above.",
+        "",
+        "| seed | start | reached < 0.05 | best (s, updates) | final (s, updates) | last third: median, share < 0.05 "
+        "| invalid at the end |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for seed, r in enumerate(runs):
+        b, f, hit = r["best"], r["final"], r["reached_0.05"]
+        reached = "no" if hit is None else f"{hit['seconds']:g} s ({hit['updates']} updates)"
+        lines.append(f"| {seed} | {r['start']:.3f} | {reached} | {b['exploitability']:.3f} ({b['seconds']:g} s, "
+                     f"{b['updates']}) | {f['exploitability']:.3f} ({f['seconds']:g} s, {f['updates']}) | "
+                     f"{r['last_third_median']:.3f}, {r['last_third_below_0.05']:.2f} | {f['invalid']:.3f} |")
+    finals = sorted(r["final"]["exploitability"] for r in runs)
+    lines += ["", f"Final exploitability over the seeds: {', '.join(f'{x:.3f}' for x in finals)}.", "",
+              "Curves (seconds: exploitability), every tenth point:", ""]
+    for seed, r in enumerate(runs):
+        pts = r["points"][:: max(1, len(r["points"]) // 10)] + r["points"][-1:]
+        lines.append(f"- seed {seed}: " + ", ".join(f"{p['seconds']:g}: {p['exploitability']:.3f}" for p in pts))
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget", type=float, default=300.0, help="seconds of training per curve")
     parser.add_argument("--every", type=int, default=10, help="updates between exploitability checks")
     parser.add_argument("--quick", action="store_true", help="20 s per curve, nothing written to BENCHMARKS.md")
+    parser.add_argument("--only", help="run only the configuration whose name starts with this, over --seeds")
+    parser.add_argument("--seeds", type=int, default=1, help="with --only: seeds 0..N-1")
     args = parser.parse_args()
     budget = 20.0 if args.quick else args.budget
+    if args.only is not None:
+        names = [n for n in CONFIGS if n.startswith(args.only)]
+        if len(names) != 1:
+            parser.error(f"--only {args.only!r} names {len(names)} configurations; choose one of: {list(CONFIGS)}")
+        env_name, fields = CONFIGS[names[0]]
+        runs = []
+        for seed in range(args.seeds):
+            runs.append(r := curve(env_name, fields, budget, args.every, seed=seed))
+            print(f"seed {seed}: start {r['start']}, best {r['best']}, final {r['final']}", flush=True)
+        if not args.quick:
+            info = machine()
+            out = ROOT / "benchmarks" / "results" / "grpo_text_seeds.json"
+            out.write_text(json.dumps({"machine": info, "budget_s": budget, "name": names[0], "runs": runs}, indent=2))
+            write_section("grpo_text_seeds", seeds_table(names[0], runs, info, budget))
+        return
     results: dict = {"curves": {}, "throughput": []}
     for name, (env_name, fields) in CONFIGS.items():
         results["curves"][name] = r = curve(env_name, fields, budget, args.every)
