@@ -66,10 +66,14 @@ SETTINGS = {
     "mars, ent_coef 0.01": {**BASE, "estimator": "mars"},
     "dr_mas, ent_coef 0.05, 128 episodes per update": {**BASE, "ent_coef": 0.05, "num_envs": 128},
 }
-# settings run by name with --only (not part of the written tables)
+# settings run by name with --only (not part of the written tables); `env`: environment
+# settings beyond ENV
 EXTRA = {
     "dr_mas, repeat_penalty 1 on the proposer": {**BASE, "repeat_penalty": 1.0, "repeat_agents": "0"},
     "dr_mas, repeat_penalty 4 on the proposer": {**BASE, "repeat_penalty": 4.0, "repeat_agents": "0"},
+    "dr_mas, repeat_penalty 4 on the proposer, claim_reward 0.25": {
+        **BASE, "repeat_penalty": 4.0, "repeat_agents": "0", "env": {"claim_reward": 0.25}},
+    "dr_mas, claim_reward 0.25": {**BASE, "env": {"claim_reward": 0.25}},
 }
 SCALE = "1,100,1"
 
@@ -276,7 +280,8 @@ def findings(learning: dict, scaled: list[dict], seeds: int) -> str:
 
 def only(name: str, algo: dict, seeds: int, updates: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        result, rows, seconds = train(algo, ENV, seeds, updates, Path(tmp), "only")
+        algo = dict(algo)
+        result, rows, seconds = train(algo, {**ENV, **algo.pop("env", {})}, seeds, updates, Path(tmp), "only")
         points = curve(result, rows, algo, seeds, updates)
     keys = ("solver_all", "solver_posed", "valid", "claim", "problems", "learn_posed", "learn_all", "verified_eval")
     print(f"{name}: {algo}, {seeds} seeds, {updates} updates, {seconds:.0f} s; IQM over seeds")

@@ -198,6 +198,14 @@ def test_reward_scale_multiplies_each_roles_rewards():
     learn = _env(attempts=2, reward_scale="3,1,1")
     _, _, total = _play(learn, [(PROPOSER, "3 plus 4 equals 7"), (SOLVER, "7"), (SOLVER, "6"), (VERIFIER, "correct")])
     assert total.tolist() == [3 * (1 + 2), 0.5, 1]
+    # claim_reward weighs a right claim only: not the learnability term, not the -1 of an invalid proposal
+    light = _env(attempts=2, claim_reward=0.25)
+    _, _, total = _play(light, [(PROPOSER, "3 plus 4 equals 7"), (SOLVER, "7"), (SOLVER, "6"), (VERIFIER, "correct")])
+    assert total.tolist() == [0.25 + 2, 0.5, 1]
+    _, _, total = _play(light, [(PROPOSER, "3 plus 4 equals 8"), (SOLVER, "7"), (SOLVER, "7"), (VERIFIER, "correct")])
+    assert total.tolist() == [0, 1, 1]
+    _, _, total = _play(light, [(PROPOSER, "3 plus")])
+    assert total.tolist() == [-1, 0, 0]
 
 
 def test_the_problem_table_holds_exactly_the_problems_whose_value_is_a_vocabulary_number():
@@ -247,6 +255,8 @@ def test_the_solver_views_and_role_moves_serve_exact_evaluation():
     ({"reward_scale": "1,x,1"}, ConfigError, "reward_scale='1,x,1'"),
     ({"reward_scale": "1,inf,1"}, ConfigError, "reward_scale='1,inf,1'"),
     ({"invalid": "quit"}, UnknownNameError, "'quit'.*forfeit, random"),
+    ({"claim_reward": -0.5}, ConfigError, "claim_reward=-0.5.*>= 0"),
+    ({"claim_reward": "x"}, ConfigError, "claim_reward must be a number, got 'x'"),
     ({"max_tokens": 4}, ConfigError, "max_tokens=4 is shorter than the longest move"),
 ])
 def test_bad_settings_are_refused_naming_the_value_and_the_choices(kwargs, error, words):

@@ -30,7 +30,8 @@ multiplies each role's rewards, the -1 included):
     solver     +1/k for each attempt whose answer is the true value
     verifier   +1 when its verdict ("correct" or "wrong") agrees with whether the
                solver's first answer is the true value
-    proposer   +1 when its claim is the true value, plus, after the last attempt,
+    proposer   +c when its claim is the true value (c = `claim_reward`, 1 by
+               default), plus, after the last attempt,
                the learnability term  L = 4 m (k - m) / (k (k - 1))  of the m
                attempts (of k) that were right (a problem's difficulty does not
                depend on its claim, so L is paid whether the claim is right or not)
@@ -50,9 +51,9 @@ therefore scored on stating its problem correctly only (L = 0), and
 Optimum. The solver's best is to answer every problem right (return 1), the
 verifier's to judge every answer right (1); against a solver that answers
 problem x right with probability p_x, the proposer's best is to pose, with its
-true value, a problem that maximises `4 p_x (1 - p_x)`: return `1 + max_x
-4 p_x (1 - p_x)` with two attempts or more (at most 2; 1 against a solver that
-never errs), 1 with one attempt.
+true value, a problem that maximises `4 p_x (1 - p_x)`: return `c + max_x
+4 p_x (1 - p_x)` with two attempts or more (at most c + 1; c against a solver
+that never errs), c with one attempt.
 
     obs           [3, L] int32  each role's view, token ids of coplay's vocabulary
     action        [3, T] int32  each role's utterance (only the speaker's is read)
@@ -159,8 +160,13 @@ class TextArithmeticRoles(TextEnv):
     """Proposer, solver and verifier on arithmetic problems, in words (see the module's doc)."""
 
     def __init__(self, operators: str = "plus,minus,times", max_operand: int = 9, attempts: int = 1,
-                 reward_scale: str = "1,1,1", max_tokens: int = 5, invalid: str = "forfeit"):
+                 reward_scale: str = "1,1,1", max_tokens: int = 5, invalid: str = "forfeit",
+                 claim_reward: float = 1.0):
         check_invalid(invalid)
+        if isinstance(claim_reward, bool) or not isinstance(claim_reward, (int, float)) or not claim_reward >= 0:
+            raise ConfigError(f"claim_reward={claim_reward!r}: what a right claim earns the proposer, a number >= 0 "
+                              f"(1 by default; below 1 the learnability term weighs more beside it)")
+        self.claim_reward = float(claim_reward)
         ops = parse_operators(operators)
         if not isinstance(max_operand, int) or not 1 <= max_operand <= LARGEST:
             raise ConfigError(f"max_operand={max_operand!r}: operands run from 0 to max_operand, which must be an "
@@ -291,7 +297,7 @@ class TextArithmeticRoles(TextEnv):
         last = solving & (turn == k)
         scored = owns[: k + 1].all()
         learn = jnp.where(last & scored, learnability(jnp.sum(answers == truth).astype(jnp.float32), k), 0.0)
-        earned = jnp.where(speaker == PROPOSER, claim_right.astype(jnp.float32),
+        earned = jnp.where(speaker == PROPOSER, self.claim_reward * claim_right,
                            jnp.where(speaker == SOLVER, right / k, judged.astype(jnp.float32)))
         me = jnp.arange(3) == speaker
         reward = jnp.where(me, jnp.where(invalid, -1.0, earned), 0.0)
