@@ -85,14 +85,17 @@ def table(r: dict, info: str) -> str:
     opponent = r.get("opponent", "self")
     how = "self-play" if opponent == "self" else f"trained against the {opponent} bot"
     command = (f"--updates {r['updates']}" + ("" if opponent == "self" else f" --opponent {opponent}")
-               + (f" --set {' '.join(r['settings'])}" if r["settings"] else ""))
+               + (f" --set {' '.join(r['settings'])}" if r["settings"] else "")
+               + (f" --name {r['name']}" if r.get("name") else ""))
+    # `seed=S` given with --set is the run's seed (the last setting of a field wins)
+    seed = next((x.split("=", 1)[1] for x in reversed(r["settings"]) if x.startswith("seed=")), "0")
     lines = [
         f"## Tic-tac-toe in words: GRPO {how}{' with ' + ' '.join(r['settings']) if r['settings'] else ''}, "
         "against random and perfect play",
         "",
         f"`python benchmarks/grpo_tic_tac_toe.py {command}` on {info}. `algo=grpo` {how} on "
         f"`text:tic_tac_toe`, defaults{' and ' + ' '.join(r['settings']) if r['settings'] else ''}, "
-        f"{r['updates']} updates of {EPISODES} games (seed 0, {r['seconds']:.0f} s of training), then "
+        f"{r['updates']} updates of {EPISODES} games (seed {seed}, {r['seconds']:.0f} s of training), then "
         f"{2 * r['games']} games per bot in `tic_tac_toe` itself (the text policy through `speaker`, sampled as "
         "in training), split by whether the text policy moved first. Illegal: games it lost by an utterance "
         "that names no free square.",
@@ -129,7 +132,7 @@ def main() -> None:
         run_dir, seconds, curve = train(updates, a.opponent, a.set, Path(tmp))
         bots = against_bots(run_dir, games)
     r = {"updates": updates, "games": games, "opponent": a.opponent, "settings": a.set, "seconds": seconds,
-         "curve": curve, "bots": bots}
+         "curve": curve, "bots": bots, "name": a.name}
     text = table(r, machine())
     print(text)
     if not a.quick:
