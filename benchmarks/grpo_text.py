@@ -152,7 +152,7 @@ def seeds_table(name: str, runs: list[dict], info: str, budget: float) -> str:
         "## GRPO with the token-level policy: one configuration over seeds",
         "",
         f"`python benchmarks/grpo_text.py --seeds {len(runs)} --only \"{name}\"` on {info}: `{name}`, "
-        f"seeds 0..{len(runs) - 1}, each alone on the machine, at most {budget:g} s of training (compile included; "
+        f"seeds 0..{len(runs) - 1}, one after another, at most {budget:g} s of training (compile included; "
         "the run stops earlier where the updates it plans are done). Exploitability exact, as above.",
         "",
         "| seed | start | reached < 0.05 | best (s, updates) | final (s, updates) | last third: median, share < 0.05 "

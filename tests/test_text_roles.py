@@ -256,6 +256,7 @@ def test_the_solver_views_and_role_moves_serve_exact_evaluation():
     ({"reward_scale": "1,inf,1"}, ConfigError, "reward_scale='1,inf,1'"),
     ({"invalid": "quit"}, UnknownNameError, "'quit'.*forfeit, random"),
     ({"claim_reward": -0.5}, ConfigError, "claim_reward=-0.5.*>= 0"),
+    ({"claim_reward": float("inf")}, ConfigError, "claim_reward=inf"),
     ({"claim_reward": "x"}, ConfigError, "claim_reward must be a number, got 'x'"),
     ({"max_tokens": 4}, ConfigError, "max_tokens=4 is shorter than the longest move"),
 ])

@@ -163,9 +163,10 @@ class TextArithmeticRoles(TextEnv):
                  reward_scale: str = "1,1,1", max_tokens: int = 5, invalid: str = "forfeit",
                  claim_reward: float = 1.0):
         check_invalid(invalid)
-        if isinstance(claim_reward, bool) or not isinstance(claim_reward, (int, float)) or not claim_reward >= 0:
-            raise ConfigError(f"claim_reward={claim_reward!r}: what a right claim earns the proposer, a number >= 0 "
-                              f"(1 by default; below 1 the learnability term weighs more beside it)")
+        if isinstance(claim_reward, bool) or not isinstance(claim_reward, (int, float)) \
+                or not 0 <= claim_reward < float("inf"):
+            raise ConfigError(f"claim_reward={claim_reward!r}: what a right claim earns the proposer, a finite "
+                              f"number >= 0 (1 by default; below 1 the learnability term weighs more beside it)")
         self.claim_reward = float(claim_reward)
         ops = parse_operators(operators)
         if not isinstance(max_operand, int) or not 1 <= max_operand <= LARGEST:
