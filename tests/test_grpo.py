@@ -234,7 +234,7 @@ def test_kuhn_in_words_self_play_learns_to_speak_with_its_exploitability_scored_
 def test_a_pool_of_snapshots_one_model_per_seat_and_a_baseline_resume_exactly_and_eval_prints_dialogues(
         tmp_path, capsys):
     args = KUHN + ["algo.num_envs=16", "algo.group_size=4", "algo.opponent=pfsp", "algo.snapshot_every=2",
-                   "algo.share_params=false", "algo.estimator=rae", "algo.kl_coef=0.05", "algo.width=32",
+                   "algo.share_params=false", "algo.estimator=rae", "algo.kl_coef=0.05", "algo.width=32", "algo.layers=1",
                    "total_steps=384", "chunk_steps=192", "eval_episodes=4", f"out_dir={tmp_path}"]
     full = coplay.train(args + ["name=full"])
     part = coplay.train(args + ["name=part"], stop_after_chunks=1)
