@@ -74,7 +74,7 @@ def test_grpo_refuses_an_environment_that_does_not_speak_naming_what_can():
 def test_a_scripted_bot_takes_the_other_seat_says_its_moves_and_is_never_trained():
     game = coplay.make("text:tic_tac_toe")
     trainer = GRPO(Config(opponent="minimax", num_envs=16, group_size=2, layers=1), game, num_updates=1)
-    state = trainer.init(jax.random.PRNGKey(0))
+    state = jit_once(trainer.init)(jax.random.PRNGKey(0))
     assert state.pool == {}                                             # no snapshots kept
     buf, alive, seat, _, vs_bot = jit_once(trainer._play)(state, jax.random.PRNGKey(1))
     assert np.all(np.asarray(vs_bot))                                   # the bot in every game
@@ -99,7 +99,7 @@ def test_a_share_of_the_groups_plays_a_scripted_bot_and_the_rest_self_play():
     trainer = GRPO(Config(bot_share=0.5, bot="minimax", decoding="legal", num_envs=32, group_size=2, layers=1,
                           width=16), game,
                    num_updates=1)
-    buf, alive, seat, _, vs_bot = jit_once(trainer._play)(trainer.init(jax.random.PRNGKey(0)),
+    buf, alive, seat, _, vs_bot = jit_once(trainer._play)(jit_once(trainer.init)(jax.random.PRNGKey(0)),
                                                           jax.random.PRNGKey(1))
     seat, vs_bot = np.asarray(seat), np.asarray(vs_bot)
     assert 0 < vs_bot.sum() < 32 and np.all(vs_bot[::2] == vs_bot[1::2])    # drawn per group of 2
@@ -119,7 +119,7 @@ def test_the_kl_reference_is_refreshed_to_the_current_policy_every_k_updates():
     trainer = GRPO(Config(kl_coef=0.1, reference_every=2, decoding="legal", num_envs=16, group_size=4, layers=1,
                           width=16),
                    TextTreeGame("kuhn_poker"), num_updates=3)
-    state = trainer.init(jax.random.PRNGKey(0))
+    state = jit_once(trainer.init)(jax.random.PRNGKey(0))
     update = jit_once(trainer.update)
     same = lambda a, b: all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))  # noqa: E731
     one, _ = update(state)
@@ -134,7 +134,7 @@ def test_decoding_restricted_to_legal_moves_never_forfeits_in_training_or_evalua
     game = coplay.make("text:tic_tac_toe")
     trainer = GRPO(Config(decoding="legal", bot_share=0.5, num_envs=16, group_size=2, layers=1, width=32), game,
                    num_updates=1)
-    state = trainer.init(jax.random.PRNGKey(0))
+    state = jit_once(trainer.init)(jax.random.PRNGKey(0))
     _, stats = jit_once(trainer.update)(state)
     assert float(stats["invalid"]) == 0.0 and float(stats["finished"]) == 1.0
     # half the groups against the random bot (the rest self-play), with the learner's results there

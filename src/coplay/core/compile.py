@@ -30,3 +30,12 @@ def jit_once(fun: Callable, **jit_kwargs: Any) -> Callable:
     """`jax.jit(fun, **jit_kwargs)` for a program that runs once or a few times:
     compiled without machine-code optimisation (see the module's doc)."""
     return jax.jit(fun, compiler_options=RUN_ONCE_OPTIONS, **jit_kwargs)
+
+
+def call_once(fun: Callable, *args: Any) -> Any:
+    """`fun(*args)` as one program: called outside any trace, compiled like `jit_once`
+    (op by op, a network or a tree's sums would compile a small program per operation);
+    given traced values (inside `jit` or `vmap`), staged into the surrounding program."""
+    if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(args)):
+        return jax.jit(fun)(*args)
+    return jit_once(fun)(*args)

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from coplay.algos.base import Policy
-from coplay.core.compile import jit_once
+from coplay.core.compile import call_once
 from coplay.envs.text.games import TextGame
 from coplay.envs.text.tree_games import TextTreeGame
 from coplay.envs.trees.values import TreeArrays, exploitability, nash_conv
@@ -58,16 +58,14 @@ def move_probabilities(env: TextTreeGame, policy: TokenPolicy, params: Any, temp
 def score_text_policy(env: TextTreeGame, policy: TokenPolicy, params: Any, temperature: float = 1.0,
                       per_role: bool = False, legal_only: bool = False) -> TextPolicyScore:
     """The exact exploitability and NashConv of `policy` (see the module's doc and
-    `move_probabilities` for `per_role` and `legal_only`). Compiled as one program: called
-    outside a trace, op by op, the transformer and the tree's sums would compile one each."""
+    `move_probabilities` for `per_role` and `legal_only`), computed as one program."""
     t = TreeArrays.from_tree(env.game.tree)
 
     def score(params):
         strategy, invalid = move_probabilities(env, policy, params, temperature, per_role, legal_only)
         return TextPolicyScore(exploitability(t, strategy), nash_conv(t, strategy), strategy, invalid)
 
-    traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(params))
-    return score(params) if traced else jit_once(score)(params)
+    return call_once(score, params)
 
 
 def speaker(env: TextGame, policy: Policy) -> Policy:

@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from coplay.core.compile import call_once
 from coplay.core.errors import ConfigError
 from coplay.envs.text.vocab import END, PAD, spoken
 
@@ -134,7 +135,9 @@ class TokenPolicy:
         return allowed | ~allowed.any(-1, keepdims=True)
 
     def init(self, key: jax.Array) -> Any:
-        return self.net.init(key, jnp.zeros(self.view_len + self.max_tokens, jnp.int32), jnp.int32(0))
+        """Fresh parameters, computed as one program (`call_once`)."""
+        return call_once(lambda k: self.net.init(k, jnp.zeros(self.view_len + self.max_tokens, jnp.int32),
+                                                 jnp.int32(0)), key)
 
     def _logits(self, params: Any, view: jax.Array, role: jax.Array, utterance: jax.Array,
                 legal: jax.Array | None = None) -> jax.Array:
