@@ -116,6 +116,12 @@ def place(p: Plan, state: Any) -> Any:
     return shard_state(state, run_mesh(p.exp.run.seeds, p.trainer.num_envs))
 
 
+# A run of at most this many updates in all (a smoke test, a first try of a config) spends
+# its time compiling, not training: its chunk compiles as a program that runs a few times
+# (`coplay.core.compile`), about twice as fast.
+FEW_UPDATES = 24
+
+
 def chunk_function(p: Plan, placed: Any = None):
     """`chunk(state) -> (state, metrics)`: `updates_per_chunk` updates of every seed,
     compiled; the state's leaves are `[S, ...]` and the metrics `[S, updates]`.
@@ -131,13 +137,14 @@ def chunk_function(p: Plan, placed: Any = None):
     def one_seed(state):
         return jax.lax.scan(lambda s, _: trainer.update(s), state, None, length=p.updates_per_chunk)
 
+    jit = jit_once if p.num_chunks * p.updates_per_chunk <= FEW_UPDATES else jax.jit
     if p.exp.run.seeds == 1:  # no vmap over a seed axis of size 1: batching costs time in every op
         def only_seed(state):
             out = one_seed(jax.tree.map(lambda x: x[0], state))
             return jax.tree.map(lambda x: x[None], out)
 
-        return jax.jit(only_seed, donate_argnums=0, **pin)
-    return jax.jit(jax.vmap(one_seed), donate_argnums=0, **pin)
+        return jit(only_seed, donate_argnums=0, **pin)
+    return jit(jax.vmap(one_seed), donate_argnums=0, **pin)
 
 
 def evaluates_after(p: Plan, chunk: int) -> bool:
