@@ -4,6 +4,7 @@ defaults and with a few non-default settings), so new environments get it free."
 import pytest
 
 import coplay
+from coplay.core.env import Wrapper
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box
 from coplay.interop import MissingExtraError
@@ -59,3 +60,28 @@ def test_contract_through_wrappers(name):
     # The wrappers' code is the same under every environment: run op by op under one of them
     # (spread, whose flat views take AgentID as well).
     check_env(AutoReset(EpisodeStats(env)), steps=10, eager=name == "spread")
+
+
+class _CountsItsSteps(Wrapper):
+    """Keeps a Python-side count of its steps in the reward: traced once under `jit`, the
+    count stays where the trace left it, while op by op it goes on."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.calls = 0
+
+    def _reset(self, key):
+        return self.env.reset(key)
+
+    def _step(self, state, actions, key):
+        self.calls += 1
+        state, ts = self.env.step(state, actions, key)
+        return state, ts.replace(reward=ts.reward + self.calls)
+
+
+def test_the_op_by_op_comparison_catches_python_side_state():
+    with pytest.raises(AssertionError, match=r"jit\(step\) differs from step"):
+        check_env(_CountsItsSteps(coplay.make("matrix")))
+    # Without it, the state shows later: the batched step was traced after the single one.
+    with pytest.raises(AssertionError, match=r"vmap\(step\) differs"):
+        check_env(_CountsItsSteps(coplay.make("matrix")), eager=False)

@@ -146,7 +146,7 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None, eager: bool = T
             state_j, ts_j = step_j(state_j, a, k)
             _assert_trees_close((state_e, ts_e), (state_j, ts_j), "jit(step) differs from step")
 
-    # vmap equals one-by-one (both compiled; jit was compared with eager above)
+    # vmap equals one-by-one (both compiled)
     def batched(keys):
         vs, vts = jax.vmap(env.reset)(keys)
         acts = jax.vmap(act)(vts, keys)
