@@ -153,9 +153,11 @@ def evaluates_after(p: Plan, chunk: int) -> bool:
     return chunk == p.num_chunks - 1 or bool(every and (chunk + 1) % every == 0)
 
 
-# A run that evaluates at most this many times compiles its evaluator as a program that
-# runs once (`coplay.core.compile`): it compiles about twice as fast and runs slower.
+# A run that evaluates at most this many times, or plays at most this many evaluation
+# episodes per seed in all, compiles its evaluator as a program that runs once
+# (`coplay.core.compile`): it compiles about twice as fast and runs slower.
 FEW_EVALUATIONS = 3
+FEW_EVALUATION_EPISODES = 256
 
 
 def evaluation_function(p: Plan):
@@ -163,7 +165,8 @@ def evaluation_function(p: Plan):
     the evaluations the whole run makes (a resumed run compiles the program its first
     part did, which the compilation cache may already hold)."""
     evaluations = sum(evaluates_after(p, c) for c in range(p.num_chunks))
-    jit = jit_once if evaluations <= FEW_EVALUATIONS else jax.jit
+    few = evaluations <= FEW_EVALUATIONS or evaluations * p.exp.run.eval_episodes <= FEW_EVALUATION_EPISODES
+    jit = jit_once if few else jax.jit
     return jit(jax.vmap(p.trainer.evaluator(p.exp.run.eval_episodes)))
 
 
