@@ -3,8 +3,10 @@
 On the CPU, XLA spends about half of a program's compile time optimising its
 machine code (LLVM). For a program that runs once or a handful of times (a
 trainer's initialisation, the uniform-policy baseline, the evaluator of a run
-that evaluates at most three times, the environment contract checks) that
-optimisation costs more than it gives back: compiled without it, such a program
+that evaluates at most three times or plays few evaluation episodes, the chunk
+of a run of a few updates, a tournament's grid of a few thousand games, the
+environment contract checks) that optimisation costs more than it gives back:
+compiled without it, such a program
 compiles about twice as fast (a trainer's initialisation: 2.2 s against 5.2 s)
 and runs about 2.5x slower (a Q-learning update chunk: 2.4 s against 0.9 s),
 which for these programs is milliseconds. Programs that run over and over
