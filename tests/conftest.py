@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import jax
+import pytest
 
 # Every program is cached, however fast it compiles: the environment contract and the
 # PettingZoo API tests compile hundreds of small programs (the eager checks compile one per
@@ -36,3 +37,16 @@ def pytest_collection_modifyitems(config, items):
     this order, so the long ones start together at the beginning instead of one of them
     starting last and running alone while the other workers have nothing left."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_runtest_setup(item):
+    """On an xdist worker under `--dist loadgroup`, every test marked `xdist_group` must
+    carry its group in its id (pytest-xdist adds it at collection): the controller sends a
+    group's tests to one worker by that suffix. Without it the groups are ignored without
+    a word, and tests that share a Ray instance or a compiled program run apart, each
+    paying for its own; such tests fail here, saying why."""
+    config = item.config
+    if hasattr(config, "workerinput") and config.getvalue("loadgroup") and \
+            item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
+        pytest.fail(f"pytest {pytest.__version__} with this pytest-xdist ignores xdist_group (the group is not in "
+                    "the test's id); install the pytest that pyproject.toml's dev extra names", pytrace=False)
