@@ -1,4 +1,5 @@
-"""Test-session settings: the compilation cache, and the order the tests run in.
+"""Test-session settings: the compilation cache, the order the tests run in, and a
+check that the tests of one `xdist_group` share a worker.
 
 JAX's persistent compilation cache, shared by the test workers of one session
 and by the processes they start (CLI subprocesses, Ray workers): many tests
