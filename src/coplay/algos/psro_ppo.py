@@ -138,7 +138,10 @@ def run(game: Env, config: Config = Config(), key: jax.Array | None = None, *, l
 
     responses = response_config(config)
     probe = selfplay_ppo.SelfPlayPPO(responses, game, 1)
-    uniform = jax.tree.map(jnp.zeros_like, probe.policy_params(probe.init(k_init)))
+    # Only the parameters' shapes are needed (zero logits: uniform play), so nothing is run for
+    # them: run op by op, a learner's initialisation compiled a program per operation (6.7 s).
+    shapes = jax.eval_shape(lambda k: probe.policy_params(probe.init(k)), k_init)
+    uniform = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
     population = jax.tree.map(lambda x: jnp.broadcast_to(x, (cap, *x.shape)), uniform)
     policy = probe.policy()
 
