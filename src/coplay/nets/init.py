@@ -23,6 +23,7 @@ def init_stacked(init_fn: Callable[[jax.Array], Any], keys: jax.Array, top_level
     machine-code optimisation: it runs once per key (`coplay.core.compile`)."""
     init_fn = jit_once(init_fn) if top_level else jax.jit(init_fn)
     copies = [init_fn(keys[i]) for i in range(keys.shape[0])]
-    if top_level:   # stacked on the host: one eager `jnp.stack` per leaf would compile one program each
-        return jax.tree.map(lambda *xs: jnp.asarray(np.stack([np.asarray(x) for x in xs])), *copies)
+    if top_level:   # stacked on the host and put on the device: an eager `jnp.stack`, or `jnp.asarray`
+        # of a host array, compiles a small program per leaf shape
+        return jax.tree.map(lambda *xs: jax.device_put(np.stack([np.asarray(x) for x in xs])), *copies)
     return jax.tree.map(lambda *xs: jnp.stack(xs), *copies)
