@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
@@ -137,8 +136,7 @@ def test_trained_best_response_approaches_the_exact_exploitability_in_kuhn():
     env = coplay.make("kuhn_poker")
     config = selfplay_ppo.Config(ent_coef=0.01, random_opening=0, hidden_size=64)
     probe = selfplay_ppo.SelfPlayPPO(config, env, 1)
-    shapes = jax.eval_shape(lambda k: probe.policy_params(probe.init(k)), jax.random.PRNGKey(0))
-    uniform = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)   # zero logits: uniform play
+    uniform = probe.zero_policy_params()   # zero logits: uniform play
     br = best_response_value(env, uniform, config, updates=150, key=jax.random.PRNGKey(1), episodes=4000)
     print(f"trained best response vs uniform Kuhn: {br.value} (exact exploitability {exact:.6f})")
     assert br.value.low <= exact             # a trained response cannot beat the best one (up to noise)

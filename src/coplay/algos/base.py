@@ -250,6 +250,12 @@ class Trainer(abc.ABC, Generic[C]):
     def policy_params(self, state: Any) -> Any:
         """The part of a TrainState that `policy().act` takes as `params`."""
 
+    def zero_policy_params(self) -> Any:
+        """`policy_params` with every weight zero (uniform over the legal actions, for
+        discrete actions), built from shapes alone: nothing is initialised or compiled."""
+        shapes = jax.eval_shape(lambda k: self.policy_params(self.init(k)), jax.random.PRNGKey(0))
+        return jax.tree.map(lambda s: jax.numpy.zeros(s.shape, s.dtype), shapes)
+
     def health(self) -> Health:
         """What a healthy run of this algorithm keeps to (default: nothing watched)."""
         return Health()

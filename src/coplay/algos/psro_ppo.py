@@ -133,15 +133,12 @@ def run(game: Env, config: Config = Config(), key: jax.Array | None = None, *, l
     elsewhere `final_br_value`. K = T + 1, T = iterations."""
     validate("psro_ppo", game, config)
     key = jax.random.PRNGKey(0) if key is None else key
-    k_init, k_loop = jax.random.split(key)
+    _, k_loop = jax.random.split(key)
     cap = config.iterations + 1
 
     responses = response_config(config)
     probe = selfplay_ppo.SelfPlayPPO(responses, game, 1)
-    # Only the parameters' shapes are needed (zero logits: uniform play), so nothing is run for
-    # them: run op by op, a learner's initialisation compiled a program per operation (6.7 s).
-    shapes = jax.eval_shape(lambda k: probe.policy_params(probe.init(k)), k_init)
-    uniform = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+    uniform = probe.zero_policy_params()   # zero logits: uniform play
     population = jax.tree.map(lambda x: jnp.broadcast_to(x, (cap, *x.shape)), uniform)
     policy = probe.policy()
 

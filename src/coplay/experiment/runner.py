@@ -175,9 +175,8 @@ def uniform_policy_return(config: Experiment | dict | list[str], episodes: int =
     zero (uniform over the legal actions, for discrete actions) on the config's
     environment: the baseline a learning result is compared against."""
     p = plan(resolve(config))
-    try:  # only the parameters' shapes are needed: nothing is initialised or compiled for them
-        shapes = jax.eval_shape(lambda k: p.trainer.policy_params(p.trainer.init(k)), jax.random.PRNGKey(0))
-        params = jax.tree.map(lambda s: jax.numpy.zeros(s.shape, s.dtype), shapes)
+    try:
+        params = p.trainer.zero_policy_params()
         evaluate = jit_once(make_evaluator(p.trainer.policy(), episodes))
         return float(np.mean(evaluate(params, jax.random.PRNGKey(seed))["return"]))
     finally:
