@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.core.compile import jit_once
+from coplay.core.compile import jit, jit_once
 from coplay.core.env import Env
 from coplay.core.errors import ActionError
 from coplay.core.spaces import Discrete
@@ -73,7 +73,7 @@ def random_rollout(env: Env, steps: int):
 
         return jax.lax.scan(body, (state, ts), jax.random.split(k_run, steps))
 
-    return jax.jit(run)
+    return jit(run)
 
 
 def _assert_trees_close(a, b, what: str) -> None:

@@ -36,6 +36,7 @@ import numpy as np
 
 from coplay.algos.common.meta_solvers import META_SOLVERS, solve_meta_game
 from coplay.algos.solvers import TREE_GAMES, GameSupport, Log, SolveResult, exact_tree, tree_problem, validate
+from coplay.core.compile import jit
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.envs.trees.tree import GameTree
@@ -115,8 +116,8 @@ def solve_tree(tree: GameTree, config: Config = Config(), log: Log | None = None
     uniform = tree.uniform_policy()
     pop0 = jnp.broadcast_to(uniform, (size, *uniform.shape))
     pop1 = pop0
-    respond = jax.jit(_respond)
-    score = jax.jit(meta_game)
+    respond = jit(_respond)
+    score = jit(meta_game)
 
     curve = []
     metas = np.zeros((size, 2, size))

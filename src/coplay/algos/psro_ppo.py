@@ -57,6 +57,7 @@ from coplay.algos.common import opponent_pool, ppo
 from coplay.algos.common.matches import bare_env, make_match
 from coplay.algos.common.meta_solvers import META_SOLVERS, solve_meta_game
 from coplay.algos.solvers import GameSupport, Log, SolveResult, validate
+from coplay.core.compile import jit
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.envs.trees import TreeArrays
@@ -147,8 +148,8 @@ def run(game: Env, config: Config = Config(), key: jax.Array | None = None, *, l
     match = make_match(game, [policy, policy], config.meta_games)
     seat0_return = lambda a, b, k: jnp.mean(match([a, b], k)["return"][:, 0])  # noqa: E731
     # The new member against every member, seated first and then second: seat 0's mean return.
-    as_first = jax.jit(jax.vmap(seat0_return, in_axes=(None, 0, None)))
-    as_second = jax.jit(jax.vmap(lambda a, b, k: seat0_return(b, a, k), in_axes=(None, 0, None)))
+    as_first = jit(jax.vmap(seat0_return, in_axes=(None, 0, None)))
+    as_second = jit(jax.vmap(lambda a, b, k: seat0_return(b, a, k), in_axes=(None, 0, None)))
     exact = _exact_scorer(game, probe)
 
     r0 = np.zeros((cap, cap))  # r0[i, j]: seat 0's mean return with member i in seat 0, member j in seat 1
@@ -218,7 +219,7 @@ def _exact_scorer(env: Env, trainer: selfplay_ppo.SelfPlayPPO):
     obs, mask, owner = game.infoset_views()
     rows = jnp.arange(owner.shape[0])
 
-    @jax.jit
+    @jit
     def score(population, w):
         # Each member as a table [I, A] over information sets, then the mixture as one behaviour policy.
         tables = jax.vmap(lambda p: trainer.action_probs(p, obs, mask)[rows, owner])(population)

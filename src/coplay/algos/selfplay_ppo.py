@@ -58,6 +58,7 @@ from coplay.algos.common.advantages import gae
 from coplay.algos.common.matches import make_match, outcomes, random_policy, sample_from_mask
 from coplay.algos.common.opponent_pool import Pool
 from coplay.algos.common.rollout import reset_envs, rollout
+from coplay.core.compile import jit
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
@@ -320,5 +321,5 @@ def response_trainer(config: Config, env: Env, updates: int, population: Pool):
                                       length=updates)
         return trainer.policy_params(state), metrics
 
-    return jax.jit(train)
+    return jit(train)
 

@@ -33,6 +33,7 @@ import jax
 import numpy as np
 
 from coplay.algos.common.matches import bare_env
+from coplay.core.compile import jit
 from coplay.core.config import check
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
@@ -180,7 +181,7 @@ def measured_loop(iterate: Callable[[Any], Any], measure: Callable[[Any], dict[s
         s = jax.lax.fori_loop(0, n, lambda _, x: iterate(x), s)
         return s, measure(s)
 
-    advance = jax.jit(lambda s, ns: jax.lax.scan(block, s, ns))
+    advance = jit(lambda s, ns: jax.lax.scan(block, s, ns))
     steps = np.cumsum(lengths)
     outputs = []
     for c in range(calls):

@@ -29,7 +29,7 @@ import numpy as np
 
 from coplay.algos.base import Policy
 from coplay.algos.common.matches import bare_env, check_same_env, make_match, outcomes
-from coplay.core.compile import jit_once
+from coplay.core.compile import jit
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.eval.ratings import Results
@@ -107,8 +107,8 @@ def round_robin(env: Env, players: Sequence[Player], games: int, key: jax.Array,
                 return {**outcomes(out["return"], 0), "illegal": out["illegal"].sum(0)}
 
             in_a, in_b = (None if params_a is None else 0), (None if params_b is None else 0)
-            jit = jit_once if len(members_a) * len(members_b) * games <= FEW_GAMES else jax.jit
-            grid = jit(jax.vmap(jax.vmap(one, in_axes=(None, in_b, 0)), in_axes=(in_a, None, 0)))
+            grid = jit(jax.vmap(jax.vmap(one, in_axes=(None, in_b, 0)), in_axes=(in_a, None, 0)),
+                       once=len(members_a) * len(members_b) * games <= FEW_GAMES)
             keys = jax.random.split(jax.random.fold_in(key, ga * len(groups) + gb),
                                     len(members_a) * len(members_b)).reshape(len(members_a), len(members_b), -1)
             out = jax.device_get(grid(params_a, params_b, keys))        # [A, B, games]

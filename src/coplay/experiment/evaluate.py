@@ -8,6 +8,7 @@ import jax
 import numpy as np
 
 from coplay.algos.base import Policy
+from coplay.core.compile import jit
 from coplay.core.env import Wrapper
 from coplay.wrappers import AutoReset
 
@@ -18,11 +19,11 @@ def record_episode(policy: Policy, params: Any, key: jax.Array, max_frames: int 
     render = env.spec.render_rgb  # wrappers keep the environment's renderer
     if render is None:
         return []
-    step = jax.jit(env.step)
+    step = jit(env.step)
     k_reset, key = jax.random.split(key)
-    state, ts = jax.jit(env.reset)(k_reset)
+    state, ts = jit(env.reset)(k_reset)
     carry = policy.initial_carry((1,))
-    act = jax.jit(policy.act)
+    act = jit(policy.act)
     frames = [render(jax.device_get(env.base_state(state)))]
     limit = max_frames or env.spec.max_steps
     for _ in range(limit):
@@ -47,9 +48,9 @@ def record_dialogue(policy: Policy, params: Any, key: jax.Array) -> list[str]:
     env = played.unwrapped if isinstance(played, Wrapper) else played
     if not isinstance(env, TextEnv):
         return []
-    step, act = jax.jit(played.step), jax.jit(policy.act)
+    step, act = jit(played.step), jit(policy.act)
     k_reset, key = jax.random.split(key)
-    state, ts = jax.jit(played.reset)(k_reset)
+    state, ts = jit(played.reset)(k_reset)
     carry = policy.initial_carry((1,))
     roles, lines = env.spec.roles, []
     returns = np.zeros(len(roles))

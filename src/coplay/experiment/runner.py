@@ -30,7 +30,7 @@ import numpy as np
 from coplay.algos import get_algo
 from coplay.algos.base import Trainer
 from coplay.algos.common.evaluation import make_evaluator
-from coplay.core.compile import jit_once
+from coplay.core.compile import jit, jit_once
 from coplay.core.env import Env
 from coplay.core.errors import (
     CheckpointConfigError,
@@ -137,14 +137,14 @@ def chunk_function(p: Plan, placed: Any = None):
     def one_seed(state):
         return jax.lax.scan(lambda s, _: trainer.update(s), state, None, length=p.updates_per_chunk)
 
-    jit = jit_once if p.num_chunks * p.updates_per_chunk <= FEW_UPDATES else jax.jit
+    once = p.num_chunks * p.updates_per_chunk <= FEW_UPDATES
     if p.exp.run.seeds == 1:  # no vmap over a seed axis of size 1: batching costs time in every op
         def only_seed(state):
             out = one_seed(jax.tree.map(lambda x: x[0], state))
             return jax.tree.map(lambda x: x[None], out)
 
-        return jit(only_seed, donate_argnums=0, **pin)
-    return jit(jax.vmap(one_seed), donate_argnums=0, **pin)
+        return jit(only_seed, once=once, donate_argnums=0, **pin)
+    return jit(jax.vmap(one_seed), once=once, donate_argnums=0, **pin)
 
 
 def evaluates_after(p: Plan, chunk: int) -> bool:
@@ -166,8 +166,7 @@ def evaluation_function(p: Plan):
     part did, which the compilation cache may already hold)."""
     evaluations = sum(evaluates_after(p, c) for c in range(p.num_chunks))
     few = evaluations <= FEW_EVALUATIONS or evaluations * p.exp.run.eval_episodes <= FEW_EVALUATION_EPISODES
-    jit = jit_once if few else jax.jit
-    return jit(jax.vmap(p.trainer.evaluator(p.exp.run.eval_episodes)))
+    return jit(jax.vmap(p.trainer.evaluator(p.exp.run.eval_episodes)), once=few)
 
 
 def uniform_policy_return(config: Experiment | dict | list[str], episodes: int = 512, seed: int = 7) -> float:

@@ -38,6 +38,7 @@ import jax
 import numpy as np
 
 from coplay.core import spaces as cs
+from coplay.core.compile import jit
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.types import TimeStep
@@ -92,8 +93,8 @@ class _Game:
         self.index = {name: i for i, name in enumerate(self.names)}
         self.render_mode = render_mode
         self.masked_obs = self.spec.turn_based and self.spec.discrete_actions
-        self._reset = jax.jit(env.reset)
-        self._step = jax.jit(env.step)
+        self._reset = jit(env.reset)
+        self._step = jit(env.step)
         self._key: jax.Array | None = None
         self.state = None
         self._ts: TimeStep | None = None

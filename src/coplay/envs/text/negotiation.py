@@ -61,6 +61,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from coplay.core.compile import jit
 from coplay.core.errors import ConfigError, unknown_name
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
@@ -275,7 +276,7 @@ class TextNegotiation(TextEnv):
         return "\n".join(lines)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@functools.partial(jit, static_argnums=0)
 def _compiled_views(env: TextNegotiation, state: NegotiationState) -> jax.Array:
     """`env._views`, compiled once per environment (render_text runs on the host)."""
     return env._views(state)
