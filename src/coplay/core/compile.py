@@ -37,7 +37,9 @@ RUN_ONCE_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": 0}
 def jit(fun: Callable, *, once: bool = False, **jit_kwargs: Any) -> Callable:
     """`jax.jit(fun, **jit_kwargs)` with coplay's compiler options: `once=True` for a
     program that runs once or a few times (no machine-code optimisation), otherwise
-    for one that runs over and over (see the module's doc)."""
+    for one that runs over and over (see the module's doc). Only for a program called
+    outside any trace: JAX refuses compiler options on a `jit` nested in another (use
+    `jax.jit` there; the surrounding program's options apply)."""
     return jax.jit(fun, compiler_options=RUN_ONCE_OPTIONS if once else RUN_OPTIONS, **jit_kwargs)
 
 

@@ -51,7 +51,6 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from coplay.core.compile import jit
 from coplay.core.errors import ConfigError, unknown_name
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, MultiDiscrete
@@ -114,7 +113,7 @@ class TextMatrixTalk(TextEnv):
         self._layout = {k: jnp.asarray(v) for k, v in self._view_layout(self._said_words.shape[1]).items()}
         # One compiled program, also when called outside `jit` (rendering, eager steps), which
         # would otherwise compile each of its many small operations on its own.
-        self._views = jit(self._write_views)
+        self._views = jax.jit(self._write_views)   # a nested jit inside step: no compiler options
         length = self._layout["fixed"].shape[0]
         self.spec = EnvSpec(
             name="text:matrix_talk", num_agents=2, obs_space=MultiDiscrete((len(VOCAB),) * length),
