@@ -13,8 +13,15 @@ instead of compiled again. The cache lives in pytest's cache directory unless
 import os
 from pathlib import Path
 
-import jax
-import pytest
+# The operations the tests run op by op, and the programs they compile themselves with
+# `jax.jit`, are compiled without machine-code optimisation, as coplay compiles the programs it
+# runs once (`coplay.core.compile`): each runs once or a few times. coplay's own programs carry
+# their options (`compiler_options`), which take precedence over this flag, so they are tested
+# as they ship. Set before JAX starts its CPU backend; processes the tests start inherit it.
+os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
+
+import jax  # noqa: E402
+import pytest  # noqa: E402
 
 # Every program is cached, however fast it compiles: the environment contract and the
 # PettingZoo API tests compile hundreds of small programs (the eager checks compile one per

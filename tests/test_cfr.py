@@ -16,7 +16,7 @@ import pytest
 
 import coplay
 from coplay.algos import cfr
-from coplay.core.compile import jit_once
+from coplay.core.compile import jit, jit_once
 from coplay.core.errors import ConfigError, UnknownNameError
 from coplay.envs.trees import CHANCE, Rules, TreeArrays, build_tree, game_tree
 from coplay.envs.trees.values import best_response, expected_value, exploitability, nash_conv
@@ -156,7 +156,7 @@ def test_measuring_between_blocks_changes_nothing_computed(kuhn):
     config = cfr.Config(variant="dcfr", iterations=130, eval_every=40)
     result = cfr.run(coplay.make("tree:kuhn_poker"), config)
     assert result.steps.tolist() == [0, 40, 80, 120, 130]
-    state = jax.jit(partial(cfr.advance, iterations=130, config=config))(t, cfr.init(t))  # as cfr.run compiles it
+    state = jit(partial(cfr.advance, iterations=130, config=config))(t, cfr.init(t))  # as cfr.run compiles it
     np.testing.assert_allclose(result.policy, np.asarray(cfr.average_policy(t, state)), atol=1e-6)
     np.testing.assert_allclose(result.details["regrets"], np.asarray(state.regrets), rtol=1e-5, atol=1e-6)
 

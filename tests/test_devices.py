@@ -41,7 +41,7 @@ print(json.dumps({
 
 @pytest.mark.slow
 def test_seeds_spread_over_two_devices_train_as_on_one(tmp_path):
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
+    env = {**os.environ, "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
     args = SMALL + [f"out_dir={tmp_path / 'two'}"]
     out = subprocess.run([sys.executable, "-c", CHILD, *args], env=env, capture_output=True, text=True, check=True)
     two = json.loads(out.stdout.strip().splitlines()[-1])
@@ -57,7 +57,7 @@ def test_seeds_spread_over_two_devices_train_as_on_one(tmp_path):
 
 
 def _two_devices(args):
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
+    env = {**os.environ, "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
     out = subprocess.run([sys.executable, "-c", CHILD, *args], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
