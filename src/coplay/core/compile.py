@@ -3,10 +3,10 @@
 
 On the CPU, XLA spends about half of a program's compile time optimising its
 machine code (LLVM). XLA's default, level 3, buys nothing over level 2 on
-coplay's programs: a training chunk compiled at level 2 runs as fast (QMIX on
-foraging: 4.4 s against 4.6 s for 781 updates; MAPPO on spread, self-play PPO on
-connect four, GRPO on Kuhn poker in words: the same within 3%) and compiles 10-25%
-faster (QMIX's chunk: 4.9 s against 6.3 s). `jit` compiles at level 2.
+coplay's training chunks: compiled at level 2 they run as fast (0.98-1.02x) and
+compile 8-23% faster (QMIX on foraging: 4.8 s against 6.2 s; MAPPO on spread,
+self-play PPO on connect four, GRPO on Kuhn poker in words; `python
+benchmarks/compile_levels.py`, BENCHMARKS.md). `jit` compiles at level 2.
 
 For a program that runs once or a handful of times (a trainer's initialisation,
 the uniform-policy baseline, the evaluator of a run that evaluates at most three

@@ -1,0 +1,111 @@
+"""Compile time and run time of a training chunk at XLA's LLVM optimisation levels.
+
+    python benchmarks/compile_levels.py              # every row, 3 repeats
+    python benchmarks/compile_levels.py --repeats 1 --only qmix
+
+coplay compiles the programs that run over and over (training chunks, evaluators of
+long runs) at `xla_backend_optimization_level` 2 (`coplay.core.compile.RUN_OPTIONS`)
+and those that run once at 0 (`RUN_ONCE_OPTIONS`); XLA's own default is 3. Each row
+here is the chunk program of a run as `coplay.train` builds it (`runner.chunk_function`,
+the runner's own code), compiled at 3, 2 and 0 in turn (the compilation cache off),
+then run once from the run's initial state. Levels are interleaved within a repeat;
+each figure is the median over repeats.
+
+Results go to benchmarks/results/compile_levels.json and BENCHMARKS.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, cores, cpu_model, write_section  # noqa: E402
+
+from coplay.core import compile as compile_options  # noqa: E402
+from coplay.experiment import runner  # noqa: E402
+
+# The chunks of some of the suite's learning runs (one chunk each: chunk_steps = the chunk asked).
+ROWS = {
+    "qmix foraging": ["algo=qmix", "env=foraging", "env.grid_size=5", "env.n_food=1", "env.force_coop=true",
+                      "env.max_steps=25", "algo.n_step=3", "algo.batch_size=256", "algo.lr=3e-3",
+                      "algo.target_interval=50", "total_steps=100000", "chunk_steps=100000", "seeds=2"],
+    "mappo spread": ["algo=mappo", "env=spread", "total_steps=200000", "chunk_steps=200000", "seeds=2"],
+    "selfplay_ppo connect_four": ["algo=selfplay_ppo", "env=connect_four", "total_steps=100000",
+                                  "chunk_steps=100000", "algo.lr=3e-3", "seeds=1"],
+    "grpo text:kuhn_poker": ["algo=grpo", "env=text:kuhn_poker", "algo.num_envs=32", "algo.group_size=8",
+                             "total_steps=36864", "chunk_steps=2304", "seeds=1"],
+}
+LEVELS = (3, 2, 0)
+
+
+def measure(args: list[str], level: int) -> tuple[float, float, int]:
+    """(compile s, run s, updates) of the run's chunk compiled at `level`."""
+    p = runner.plan(runner.resolve(args + ["progress=false", "tensorboard=false"]))
+    try:
+        state = runner.place(p, runner.init_state(p))
+        saved = compile_options.RUN_OPTIONS
+        compile_options.RUN_OPTIONS = {"xla_backend_optimization_level": level}
+        try:
+            chunk = runner.chunk_function(p, state)
+        finally:
+            compile_options.RUN_OPTIONS = saved
+        t = time.perf_counter()
+        compiled = chunk.lower(state).compile()
+        compile_s = time.perf_counter() - t
+        t = time.perf_counter()
+        jax.block_until_ready(compiled(state))
+        return compile_s, time.perf_counter() - t, p.updates_per_chunk
+    finally:
+        p.env.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--only", default="", help="rows whose name contains this")
+    a = ap.parse_args()
+    jax.config.update("jax_enable_compilation_cache", False)
+    rows = {k: v for k, v in ROWS.items() if a.only in k}
+    for name, args in rows.items():   # the runs' chunks lead to once=False (more than FEW_UPDATES updates)
+        p = runner.plan(runner.resolve(args))
+        assert p.num_chunks * p.updates_per_chunk > runner.FEW_UPDATES, name
+        p.env.close()
+    times: dict[str, dict[int, list[tuple[float, float]]]] = {k: {lv: [] for lv in LEVELS} for k in rows}
+    updates = {}
+    for r in range(a.repeats):
+        for name, args in rows.items():
+            for level in LEVELS:
+                c, t, updates[name] = measure(args, level)
+                times[name][level].append((c, t))
+                print(f"repeat {r} {name} level {level}: compile {c:.2f} s, run {t:.2f} s", flush=True)
+    result = {name: {str(lv): {"compile_s": float(np.median([c for c, _ in v])),
+                               "run_s": float(np.median([t for _, t in v]))} for lv, v in per.items()}
+              for name, per in times.items()}
+    out = ROOT / "benchmarks" / "results" / "compile_levels.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"updates": updates, "repeats": a.repeats, "result": result}, indent=1))
+    lines = [f"`python benchmarks/compile_levels.py --repeats {a.repeats}` on {cores()} cores, "
+             f"{cpu_model()}, JAX {jax.__version__}. One training chunk per row, built by `runner.chunk_function`, "
+             "compiled at XLA's LLVM optimisation level 3 (XLA's default), 2 (coplay's `jit`) and 0 (coplay's "
+             "`jit_once`), the compilation cache off, then run once; medians over repeats, levels interleaved. "
+             "coplay compiled its training programs at level 3 until 2026-11-25: the compile times of coplay in "
+             "sections measured before then are level 3's.",
+             "", "| chunk | updates | compile s: 3 / 2 / 0 | run s: 3 / 2 / 0 | level 2 vs 3: compile, run |",
+             "|---|---|---|---|---|"]
+    for name, per in result.items():
+        c = [per[str(lv)]["compile_s"] for lv in LEVELS]
+        t = [per[str(lv)]["run_s"] for lv in LEVELS]
+        lines.append(f"| {name} | {updates[name]} | {c[0]:.2f} / {c[1]:.2f} / {c[2]:.2f} | "
+                     f"{t[0]:.2f} / {t[1]:.2f} / {t[2]:.2f} | {c[1] / c[0]:.2f}x, {t[1] / t[0]:.2f}x |")
+    write_section("compile_levels", "## Compile levels\n\n" + "\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
