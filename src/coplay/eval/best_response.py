@@ -67,7 +67,7 @@ def best_response_value(env: Env, target: Any, config: selfplay_ppo.Config, upda
                 continue
             params = jax.tree.map(lambda x, m=member: x[m], stacked)
             policies = [greedy if i == seat else mixed for i in range(n)]
-            play = jit(make_match(env, policies, int(count)))
+            play = jit(make_match(env, policies, int(count)), once=True)   # one call per seat and member
             out = play([response if i == seat else params for i in range(n)], jax.random.fold_in(k, member))
             member_returns.append(np.asarray(outcomes(out["return"], seat)["return"]))
         seat_returns = np.concatenate(member_returns)
