@@ -3,5 +3,6 @@
 from coplay.wrappers.agent_id import AgentID
 from coplay.wrappers.autoreset import AutoReset
 from coplay.wrappers.episode_stats import EpisodeStats, StatsState
+from coplay.wrappers.scalarise import Scalarise, ScalariseState
 
-__all__ = ["AgentID", "AutoReset", "EpisodeStats", "StatsState"]
+__all__ = ["AgentID", "AutoReset", "EpisodeStats", "Scalarise", "ScalariseState", "StatsState"]

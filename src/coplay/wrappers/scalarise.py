@@ -1,0 +1,104 @@
+"""Scalarise vector rewards: an environment with K objectives (`reward [N, K]`)
+becomes one with a scalar reward per agent (`reward [N]`), so that every
+single-objective algorithm trains on it. The vector is kept in
+`info["objectives"]` (`[N, K]`), and `EpisodeStats` sums it into
+`episode/objectives`, each agent's return per objective.
+
+    Scalarise(env, weights=[0.7, 0.3])                                  # linear
+    Scalarise(env, weights=[0.5, 0.5], method="chebyshev", utopia=[10, 0])
+
+- `linear`: r = w . r_vec at every step, so the episode return is w . R, the
+  linear utility of the vector return R.
+- `chebyshev` (Tchebycheff): the utility of a vector return v is
+  u(v) = -max_k w_k |z_k - v_k| for a utopia point z (at least the best return of
+  each objective). It is not a sum over steps, so each step pays the change in the
+  utility of the return so far: r_t = u(R_t) - u(R_{t-1}), R_t the vector return
+  after step t. An episode's scalar return is then u(R) - u(0), the utility of its
+  vector return up to a constant: it optimises the expected utility of episode
+  returns (ESR), which is what a non-linear utility of one episode asks for.
+
+`weights` is `[K]` (every agent) or `[N, K]` (one row per agent), non-negative with
+a positive sum; they are used as given, not normalised."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from coplay.core.env import Env, Wrapper
+from coplay.core.errors import ConfigError, unknown_name
+from coplay.core.types import TimeStep
+
+METHODS = ("linear", "chebyshev")
+
+
+@struct.dataclass
+class ScalariseState:
+    env_state: Any
+    vector_return: jax.Array   # [N, K] the episode's vector return so far (chebyshev)
+
+
+class Scalarise(Wrapper):
+    def __init__(self, env: Env, weights: Any, method: str = "linear", utopia: Any = None):
+        super().__init__(env)
+        spec = env.spec
+        n, k = spec.num_agents, spec.reward_dim
+        if k < 2:
+            raise ConfigError(f"Scalarise needs vector rewards (reward_dim >= 2); {spec.name!r} has a scalar reward")
+        if method not in METHODS:
+            raise unknown_name("scalarisation method", method, METHODS)
+        w = np.asarray(weights, np.float64)
+        if w.shape not in ((k,), (n, k)) or not np.all(np.isfinite(w)):
+            raise ConfigError(f"weights for {spec.name!r} must be {k} finite numbers (one per objective: "
+                              f"{', '.join(spec.reward_names) or k}) or [{n}, {k}] (one row per agent), got "
+                              f"{np.asarray(weights).tolist()}")
+        if np.any(w < 0) or np.any(w.reshape(-1, k).sum(-1) <= 0):
+            raise ConfigError(f"weights must be non-negative with a positive sum, got {w.tolist()}")
+        self.weights = jnp.asarray(np.broadcast_to(w, (n, k)), jnp.float32)
+        self.method = method
+        if method == "chebyshev":
+            if utopia is None:
+                raise ConfigError("method='chebyshev' needs a utopia point: one number per objective, at least "
+                                  "the best episode return of each")
+            z = np.asarray(utopia, np.float64)
+            if z.shape != (k,) or not np.all(np.isfinite(z)):
+                raise ConfigError(f"utopia must be {k} finite numbers (one per objective), got "
+                                  f"{np.asarray(utopia).tolist()}")
+            self.utopia = jnp.asarray(z, jnp.float32)
+        elif utopia is not None:
+            raise ConfigError("a utopia point is used by method='chebyshev' only; linear weights take none")
+        self.spec = dataclasses.replace(spec, reward_dim=1)
+
+    def utility(self, vector_return: jax.Array) -> jax.Array:
+        """`[N, K] -> [N]`: each agent's utility of a vector return."""
+        if self.method == "linear":
+            return jnp.sum(self.weights * vector_return, axis=-1)
+        return -jnp.max(self.weights * jnp.abs(self.utopia - vector_return), axis=-1)
+
+    def _reset(self, key: jax.Array) -> tuple[ScalariseState, TimeStep]:
+        env_state, ts = self.env.reset(key)
+        zero = jnp.zeros_like(ts.reward, jnp.float32)
+        return ScalariseState(env_state, zero), self._scalar(ts, jnp.zeros(ts.reward.shape[0], jnp.float32))
+
+    def _step(self, state: ScalariseState, actions: jax.Array, key: jax.Array) -> tuple[ScalariseState, TimeStep]:
+        env_state, ts = self.env.step(state.env_state, actions, key)
+        vector = ts.reward.astype(jnp.float32)
+        so_far = state.vector_return + vector
+        reward = self.utility(vector) if self.method == "linear" else \
+            self.utility(so_far) - self.utility(state.vector_return)
+        # The return restarts with the episode (also where the environment resets itself).
+        return ScalariseState(env_state, so_far * jnp.logical_not(ts.done)), self._scalar(ts, reward)
+
+    @staticmethod
+    def _scalar(ts: TimeStep, reward: jax.Array) -> TimeStep:
+        info = dict(ts.info)
+        info["objectives"] = ts.reward.astype(jnp.float32)
+        return ts.replace(reward=reward, info=info)  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
+
+    def base_state(self, state: ScalariseState) -> Any:
+        return self.env.base_state(state.env_state)

@@ -1,0 +1,112 @@
+"""Scalarising vector rewards (coplay.wrappers.Scalarise): the scalar rewards and
+returns of the linear and Chebyshev utilities, worked out by hand on a small
+two-objective game, and bad weights refused before anything is compiled."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import struct
+
+from coplay.core.compile import jit_once
+from coplay.core.env import Env
+from coplay.core.errors import ConfigError, UnknownNameError
+from coplay.core.spaces import Box, Discrete
+from coplay.core.types import EnvSpec, TimeStep
+from coplay.testing import check_env
+from coplay.wrappers import AutoReset, EpisodeStats, Scalarise
+
+
+@struct.dataclass
+class _Round:
+    t: jax.Array
+
+
+class _Gold(Env):
+    """Two agents, three rounds: each picks gold (action 1: reward (1, 0)) or safety
+    (action 0: reward (0, 1))."""
+
+    def __init__(self):
+        self.spec = EnvSpec(name="gold", num_agents=2, obs_space=Box(0.0, 3.0, (1,)), action_space=Discrete(2),
+                            global_state_space=Box(0.0, 3.0, (1,)), max_steps=3, reward_dim=2,
+                            reward_names=("gold", "safety"))
+
+    def _ts(self, t, reward):
+        return TimeStep(obs=jnp.full((2, 1), t, jnp.float32), reward=reward, done=t >= 3, truncated=t >= 3,
+                        active=jnp.ones(2, bool), action_mask=jnp.ones((2, 2), bool),
+                        global_state=jnp.full((1,), t, jnp.float32), info={})
+
+    def _reset(self, key):
+        t = jnp.zeros((), jnp.int32)
+        return _Round(t), self._ts(t, jnp.zeros((2, 2), jnp.float32))
+
+    def _step(self, state, actions, key):
+        t = state.t + 1
+        gold = (actions == 1).astype(jnp.float32)
+        return _Round(t), self._ts(t, jnp.stack([gold, 1.0 - gold], axis=-1))
+
+
+def _play(env, actions):
+    """Scalar rewards [T, N] and the final step's info, playing the rows of `actions` [T, N]."""
+    def run(key):
+        state, ts = env.reset(key)
+
+        def body(state, a):
+            state, ts = env.step(state, a, key)
+            return state, ts
+        return jax.lax.scan(body, state, jnp.asarray(actions, jnp.int32))[1]
+    steps = jit_once(run)(jax.random.PRNGKey(0))
+    return np.asarray(steps.reward), jax.tree.map(lambda x: np.asarray(x[-1]), steps.info)
+
+
+def test_linear_weights_score_every_step_and_keep_the_vector_for_the_episode_statistics():
+    env = EpisodeStats(Scalarise(_Gold(), weights=[0.75, 0.25]))
+    assert env.spec.reward_dim == 1 and env.spec.reward_shape == (2,)
+    rewards, last = _play(env, [[1, 0], [1, 0], [0, 0]])
+    np.testing.assert_allclose(rewards, [[0.75, 0.25], [0.75, 0.25], [0.25, 0.25]])
+    np.testing.assert_allclose(last["episode/objectives"], [[2, 1], [0, 3]])   # each agent's return per objective
+    np.testing.assert_allclose(last["episode/return"], [1.75, 0.75])
+
+
+def test_chebyshev_pays_the_change_in_the_utility_of_the_return_so_far():
+    # u(v) = -max(0.5 |3 - v_gold|, 0.5 |3 - v_safety|), utopia (3, 3)
+    env = EpisodeStats(Scalarise(_Gold(), weights=[0.5, 0.5], method="chebyshev", utopia=[3.0, 3.0]))
+    rewards, last = _play(env, [[1, 1], [0, 1], [1, 1]])
+    # agent 0: returns (1,0) (1,1) (2,1): u = -1.5, -1.0, -1.0 from u(0) = -1.5
+    # agent 1: returns (1,0) (2,0) (3,0): u = -1.5, -1.5, -1.5
+    np.testing.assert_allclose(rewards, [[0.0, 0.0], [0.5, 0.0], [0.0, 0.0]])
+    np.testing.assert_allclose(last["episode/return"], [-1.0 + 1.5, -1.5 + 1.5])   # u(R) - u(0)
+    np.testing.assert_allclose(last["episode/objectives"], [[2, 1], [3, 0]])
+
+
+def test_weights_per_agent_and_the_return_restarting_with_each_episode():
+    env = AutoReset(Scalarise(_Gold(), weights=[[1.0, 0.0], [0.0, 2.0]], method="chebyshev", utopia=[3.0, 3.0]))
+    rewards, _ = _play(env, [[1, 0]] * 6)           # two episodes of three rounds, played alike
+    np.testing.assert_allclose(rewards[:3], rewards[3:])
+    np.testing.assert_allclose(rewards[:3].sum(0), [3.0, 6.0])   # u goes from -3 to 0 and from -6 to 0
+
+
+def test_the_wrapped_game_keeps_the_environment_contract():
+    check_env(Scalarise(_Gold(), weights=[0.5, 0.5], method="chebyshev", utopia=[3.0, 3.0]), eager=False)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"weights": [1.0, 0.0, 0.0]}, ConfigError, "must be 2 finite numbers (one per objective: gold, safety)"),
+    ({"weights": [0.5, -0.5]}, ConfigError, "non-negative with a positive sum, got [0.5, -0.5]"),
+    ({"weights": [0.0, 0.0]}, ConfigError, "non-negative with a positive sum"),
+    ({"weights": [0.5, 0.5], "method": "pareto"}, UnknownNameError, "chebyshev"),
+    ({"weights": [0.5, 0.5], "method": "chebyshev"}, ConfigError, "needs a utopia point"),
+    ({"weights": [0.5, 0.5], "method": "chebyshev", "utopia": [1.0]}, ConfigError, "utopia must be 2 finite numbers"),
+    ({"weights": [0.5, 0.5], "utopia": [1.0, 1.0]}, ConfigError, "used by method='chebyshev' only"),
+])
+def test_bad_weights_methods_and_utopias_are_refused_by_name(kwargs, error, words):
+    with pytest.raises(error) as e:
+        Scalarise(_Gold(), **kwargs)
+    assert words in str(e.value)
+
+
+def test_a_scalar_reward_environment_is_refused():
+    import coplay
+
+    with pytest.raises(ConfigError, match="needs vector rewards.*'matrix' has a scalar reward"):
+        Scalarise(coplay.make("matrix"), weights=[1.0])
