@@ -110,3 +110,15 @@ def test_a_scalar_reward_environment_is_refused():
 
     with pytest.raises(ConfigError, match="needs vector rewards.*'matrix' has a scalar reward"):
         Scalarise(coplay.make("matrix"), weights=[1.0])
+
+
+def test_a_single_objective_algorithm_refuses_vector_rewards_and_names_the_scalariser():
+    from coplay.algos import get_algo
+    from coplay.algos.base import check_env_support
+
+    with pytest.raises(ConfigError, match=r"'mappo' cannot train on environment 'gold': it has 2 objectives and it "
+                                          r"needs a scalar reward \(scalarise it first: coplay.wrappers.Scalarise, "
+                                          r"linear or chebyshev\)"):
+        check_env_support(_Gold().spec, "mappo", get_algo("mappo").capabilities)
+    scalarised = Scalarise(_Gold(), weights=[0.5, 0.5]).spec
+    check_env_support(scalarised, "mappo", get_algo("mappo").capabilities)   # accepted once scalarised

@@ -137,7 +137,8 @@ class Capabilities:
         if self.rivals and not spec.turn_based and len(set(spec.teams)) < 2:
             out.append("all its agents are on one team, and it needs rivals")
         if spec.reward_dim != 1 and not self.vector_reward:
-            out.append(f"it has {spec.reward_dim} objectives and it needs a scalar reward (scalarise it first)")
+            out.append(f"it has {spec.reward_dim} objectives and it needs a scalar reward (scalarise it first: "
+                       "coplay.wrappers.Scalarise, linear or chebyshev)")
         return out
 
 
