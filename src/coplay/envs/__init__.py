@@ -22,7 +22,8 @@ ENVS.register(
 )
 ENVS.register(
     "matrix", MatrixGame, kind="mixed",
-    description="Repeated two-player normal-form games: climbing, penalty, prisoners_dilemma, stag_hunt, rps.",
+    description="Repeated two-player normal-form games: climbing, penalty, prisoners_dilemma, stag_hunt, rps; "
+                "with two objectives: imbalancing_act, imbalancing_act_without_m, vector_payoffs.",
 )
 
 __all__ = ["Foraging", "MatrixGame", "Spread", "TextNim", "TextTreeGame", "TreeGameEnv", "TwoStep"]

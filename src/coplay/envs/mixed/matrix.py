@@ -12,10 +12,27 @@ Games (payoffs[a0, a1] = (reward of player 0, reward of player 1)):
     stag_hunt          actions (stag, hare); (4, 4) both stag, (0, 3) stag vs hare, (3, 3) both hare
     rps                zero-sum rock-paper-scissors, win 1, loss -1, draw 0
 
-info["optimal"] is 1 when the joint action maximises the sum of payoffs.
+Games with two objectives (x, y): `reward [2, 2]`, `spec.reward_dim` 2 (Radulescu et
+al., 2020, "A utility-based analysis of equilibria in multi-objective normal form
+games"; Ropke et al., 2021, "On Nash equilibria in normal-form games with vectorial
+payoffs"):
+    imbalancing_act            common payoff [[(4,0), (3,1), (2,2)], [(3,1), (2,2), (1,3)], [(2,2), (1,3), (0,4)]]
+    imbalancing_act_without_m  common payoff [[(4,0), (2,2)], [(2,2), (0,4)]]
+    vector_payoffs             each player its own vectors, rows (row player; column player):
+                               A: (4,1);(4,0)  (1,2);(3,1)  (2,1);(2,2)
+                               B: (3,1);(3,1)  (3,2);(2,2)  (1,2);(1,3)
+                               C: (1,2);(2,2)  (2,1);(1,3)  (1,3);(0,4)
+
+info["optimal"] is 1 when the joint action maximises the sum of payoffs; with
+several objectives, when no other joint action's sum of payoffs is at least as good
+in every objective and better in one (it is Pareto-optimal for the pair).
+`true_front()` gives the Pareto front of the episode returns of a common-payoff
+game, and `reference_point` a point weakly worse than every episode return.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -29,8 +46,9 @@ from coplay.core.types import EnvSpec, TimeStep
 
 
 def _common(table) -> np.ndarray:
+    """Both players' payoffs from one table: `[A, A] -> [A, A, 2]`, `[A, A, K] -> [A, A, 2, K]`."""
     t = np.asarray(table, np.float32)
-    return np.stack([t, t], axis=-1)
+    return np.stack([t, t], axis=2)
 
 
 def _games(k: float) -> dict[str, tuple[np.ndarray, bool]]:
@@ -43,14 +61,29 @@ def _games(k: float) -> dict[str, tuple[np.ndarray, bool]]:
         "prisoners_dilemma": (np.stack([pd_row, pd_row.T], -1), False),
         "stag_hunt": (np.stack([sh_row, sh_row.T], -1), False),
         "rps": (np.stack([rps_row, -rps_row], -1), False),
+        "imbalancing_act": (_common([[(4, 0), (3, 1), (2, 2)], [(3, 1), (2, 2), (1, 3)], [(2, 2), (1, 3), (0, 4)]]),
+                            True),
+        "imbalancing_act_without_m": (_common([[(4, 0), (2, 2)], [(2, 2), (0, 4)]]), True),
+        "vector_payoffs": (np.stack([np.array([[(4, 1), (1, 2), (2, 1)], [(3, 1), (3, 2), (1, 2)],
+                                               [(1, 2), (2, 1), (1, 3)]], np.float32),
+                                     np.array([[(4, 0), (3, 1), (2, 2)], [(3, 1), (2, 2), (1, 3)],
+                                               [(2, 2), (1, 3), (0, 4)]], np.float32)], axis=2), False),
     }
+
+
+def _non_dominated(vectors: np.ndarray) -> np.ndarray:
+    """`[M, K] -> [M]` bool: no other row is at least as large everywhere and larger somewhere."""
+    ge = np.all(vectors[None, :] >= vectors[:, None], axis=-1)     # ge[i, j]: row j >= row i everywhere
+    gt = np.any(vectors[None, :] > vectors[:, None], axis=-1)
+    return ~np.any(ge & gt, axis=1)
 
 
 GAMES = tuple(_games(-100.0))
 
 
 def payoff_table(game: str, penalty_k: float = -100.0) -> np.ndarray:
-    """`[A, A, 2]`: `table[a0, a1]` = (player 0's payoff, player 1's payoff) of game `game`."""
+    """`[A, A, 2]` (`[A, A, 2, K]` with K objectives): `table[a0, a1]` = (player 0's payoff,
+    player 1's payoff) of game `game`."""
     games = _games(float(penalty_k))
     if game not in games:
         raise unknown_name("matrix game", game, games)
@@ -73,18 +106,39 @@ class MatrixGame(Env):
         table, common = games[game]
         self.game = game
         self.rounds = rounds
-        self.payoffs = jnp.asarray(table)                     # [A, A, 2]
+        self.common = common
+        self.payoffs = jnp.asarray(table)                     # [A, A, 2] or [A, A, 2, K]
         a = table.shape[0]
         self.num_choices = a
-        total = table.sum(-1)
-        self.optimal = jnp.asarray(total == total.max())      # [A, A]
+        objectives = table.shape[3] if table.ndim == 4 else 1
+        total = table.sum(2).reshape(a * a, objectives)       # each joint action's sum over the players
+        self.optimal = jnp.asarray(_non_dominated(total).reshape(a, a))   # [A, A]; one objective: the maxima
+        # weakly worse than every episode return: each objective's worst payoff in every round
+        self.reference_point = rounds * table.reshape(-1, objectives).min(0)
         obs_dim = 2 * a + 1
         self.spec = EnvSpec(
             name="matrix", num_agents=2, obs_space=Box(0.0, 1.0, (obs_dim,)), action_space=Discrete(a),
             global_state_space=Box(0.0, 1.0, (obs_dim,)), max_steps=rounds,
             teams=(0, 0) if common else (0, 1), roles=("row", "column"),
+            reward_dim=objectives, reward_names=("x", "y") if objectives == 2 else (),
             render_text=self.render_text,
         )
+
+    def true_front(self) -> np.ndarray:
+        """`[F, K]`: the Pareto front of the episode returns (both players' return, a
+        common payoff) over every sequence of joint actions: the non-dominated sums of
+        `rounds` one-round payoffs. Only for a common-payoff game, where the players'
+        returns are one vector."""
+        if not self.common:
+            raise ConfigError(f"matrix game {self.game!r} pays each player its own payoffs; true_front is the front "
+                              "of a common payoff (games: " + ", ".join(g for g, (_, c) in _games(-100.0).items() if c)
+                              + ")")
+        table = np.asarray(self.payoffs)[:, :, 0]
+        outcomes = np.unique(table.reshape(-1, self.spec.reward_dim), axis=0)
+        outcomes = outcomes[_non_dominated(outcomes)]          # a dominated payoff never helps a sum
+        sums = np.unique([np.sum(c, axis=0) for c in
+                          itertools.combinations_with_replacement(outcomes, self.rounds)], axis=0)
+        return sums[_non_dominated(sums)]
 
     def _observe(self, state: MatrixState, reward: jax.Array, done: jax.Array, optimal: jax.Array) -> TimeStep:
         a = self.num_choices
@@ -100,7 +154,8 @@ class MatrixGame(Env):
 
     def _reset(self, key: jax.Array) -> tuple[MatrixState, TimeStep]:
         state = MatrixState(last=jnp.full((2,), -1, jnp.int32), round=jnp.zeros((), jnp.int32))
-        return state, self._observe(state, jnp.zeros(2, jnp.float32), jnp.zeros((), bool), jnp.zeros((), bool))
+        return state, self._observe(state, jnp.zeros(self.spec.reward_shape, jnp.float32), jnp.zeros((), bool),
+                                    jnp.zeros((), bool))
 
     def _step(self, state: MatrixState, actions: jax.Array, key: jax.Array) -> tuple[MatrixState, TimeStep]:
         actions = jnp.clip(actions.astype(jnp.int32), 0, self.num_choices - 1)
