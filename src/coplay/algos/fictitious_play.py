@@ -36,10 +36,10 @@ from coplay.algos.solvers import GameSupport, Log, SolveResult, measured_loop, v
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
-from coplay.envs.mixed.matrix import GAMES, MatrixGame
+from coplay.envs.mixed.matrix import SCALAR_GAMES, MatrixGame
 
 MEASURE = "NashConv of the empirical mixtures: what best responses to each other's mixture gain, summed (exact)"
-MATRIX_GAMES = f"normal-form games: the matrix environment (env.game: {', '.join(GAMES)})"
+MATRIX_GAMES = f"normal-form games: the matrix environment (env.game: {', '.join(SCALAR_GAMES)})"
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,14 @@ def nash_conv(payoffs: jax.Array, x: jax.Array, y: jax.Array) -> jax.Array:
 
 
 def matrix_problem(game: Env) -> str | None:
-    """Why fictitious play cannot use `game`, None when it is a normal-form game."""
-    return None if isinstance(bare_env(game), MatrixGame) else "it is not a normal-form game"
+    """Why fictitious play cannot use `game`, None when it is a normal-form game with one
+    payoff per player."""
+    bare = bare_env(game)
+    if not isinstance(bare, MatrixGame):
+        return "it is not a normal-form game"
+    if bare.spec.reward_dim > 1:
+        return f"its game {bare.game!r} has {bare.spec.reward_dim} objectives and fictitious play needs one payoff"
+    return None
 
 
 SUPPORT = GameSupport(uses=MATRIX_GAMES, default="matrix", problem=matrix_problem)

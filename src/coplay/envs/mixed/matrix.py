@@ -79,6 +79,7 @@ def _non_dominated(vectors: np.ndarray) -> np.ndarray:
 
 
 GAMES = tuple(_games(-100.0))
+SCALAR_GAMES = tuple(g for g, (table, _) in _games(-100.0).items() if table.ndim == 3)   # one payoff per player
 
 
 def payoff_table(game: str, penalty_k: float = -100.0) -> np.ndarray:
