@@ -265,3 +265,76 @@ def test_worker_errors_and_deaths_reach_the_caller():
         env.close()
     with pytest.raises(HostEnvError, match="worker_backend='threads' is not one of process, ray"):
         from_pettingzoo(simple_spread_v3.parallel_env, workers=2, worker_backend="threads")
+
+
+class _TwoObjectives:
+    """MOMAland's convention for vector rewards: `reward_space(agent)` is a Box of K
+    objectives and each reward a numpy vector. Three rounds; action 1 pays (1, 0),
+    action 0 pays (0, 1). `k` sets agent a_1's number of objectives (to break it)."""
+
+    metadata = {"name": "two_objectives_v0"}
+
+    def __init__(self, k: int = 2, reward_k: int = 2):
+        self.possible_agents, self.k, self.reward_k = ["a_0", "a_1"], k, reward_k
+
+    def observation_space(self, agent):
+        return spaces.Box(0.0, 3.0, (1,), np.float32)
+
+    def action_space(self, agent):
+        return spaces.Discrete(2)
+
+    def reward_space(self, agent):
+        return spaces.Box(0.0, 1.0, (2 if agent == "a_0" else self.k,), np.float32)
+
+    def reset(self, seed=None, options=None):
+        self.agents, self.t = list(self.possible_agents), 0
+        return {a: np.zeros(1, np.float32) for a in self.agents}, {a: {} for a in self.agents}
+
+    def step(self, actions):
+        self.t += 1
+        obs = {a: np.full(1, self.t, np.float32) for a in self.agents}
+        rew = {a: np.array([actions[a], 1 - actions[a], 0][:self.reward_k], np.float32) for a in self.agents}
+        end = {a: self.t >= 3 for a in self.agents}
+        if self.t >= 3:
+            self.agents = []
+        return obs, rew, end, dict.fromkeys(end, False), {a: {} for a in end}
+
+
+def _parallel_two_objectives(**kwargs):
+    from pettingzoo import ParallelEnv
+
+    return type("TwoObjectives", (_TwoObjectives, ParallelEnv), {})(**kwargs)
+
+
+def test_momaland_style_vector_rewards_come_through_as_reward_n_by_k():
+    env = EpisodeStats(from_pettingzoo(_parallel_two_objectives))
+    assert env.spec.reward_dim == 2 and env.spec.reward_shape == (2, 2)
+    state, ts = env.reset(jax.random.PRNGKey(0))
+    assert ts.reward.shape == (2, 2)
+    for a in ([1, 0], [1, 1], [0, 1]):
+        state, ts = env.step(state, jnp.array(a), jax.random.PRNGKey(1))
+    np.testing.assert_array_equal(ts.reward, [[0, 1], [1, 0]])
+    np.testing.assert_array_equal(ts.info["episode/return"], [[2, 1], [2, 1]])   # each agent's return per objective
+
+
+def test_a_vector_reward_of_the_wrong_length_or_mixed_objective_counts_are_refused():
+    with pytest.raises(HostEnvError, match=r"agent 'a_0' at step 1 got reward of shape \(3,\), expected 2 objectives"):
+        from_pettingzoo(functools.partial(_parallel_two_objectives, reward_k=3))
+    with pytest.raises(HostEnvError, match="reward spaces have different numbers of objectives"):
+        from_pettingzoo(functools.partial(_parallel_two_objectives, k=3))
+
+
+@pytest.mark.parametrize("api", ["parallel", "aec"])
+def test_coplay_vector_rewards_exported_and_imported_back_are_the_same(api):
+    from coplay.interop import to_pettingzoo
+
+    game = coplay.make("matrix", game="vector_payoffs", rounds=2)
+    exported = to_pettingzoo(game, api=api)
+    assert exported.reward_space(exported.possible_agents[0]).shape == (2,)
+    back = from_pettingzoo(lambda: to_pettingzoo(coplay.make("matrix", game="vector_payoffs", rounds=2), api=api))
+    assert back.spec.reward_dim == 2
+    state, ts = back.reset(jax.random.PRNGKey(0))
+    moves = [jnp.array([2, 0]), jnp.array([0, 2])] if api == "aec" else [jnp.array([2, 2])]
+    for m in moves:     # AEC: the row player moves, then the column player; the reward comes with the second
+        state, ts = back.step(state, m, jax.random.PRNGKey(1))
+    np.testing.assert_array_equal(ts.reward, [[1, 3], [0, 4]])      # C, C: (1, 3) and (0, 4)

@@ -40,7 +40,7 @@ from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.interop import require
 from coplay.interop.host import HostCopy, HostEnv, HostEnvError, HostStep
-from coplay.interop.layout import AgentLayout, host_env
+from coplay.interop.layout import AgentLayout, host_env, objectives
 
 AGENT = "agent_0"
 DEFAULT_MAX_STEPS = 1000
@@ -48,15 +48,6 @@ DEFAULT_MAX_STEPS = 1000
 
 def _gym():
     return require("gymnasium", "pettingzoo", "coplay's Gymnasium bridge")
-
-
-def _reward_dim(env: Any) -> int:
-    space = getattr(env.unwrapped, "reward_space", None)
-    if space is None or not getattr(space, "shape", None):
-        return 1
-    if len(space.shape) != 1:
-        raise HostEnvError(f"reward_space {space} must be 1-d (one entry per objective)")
-    return int(space.shape[0])
 
 
 class _GymCopy(HostCopy):
@@ -70,9 +61,6 @@ class _GymCopy(HostCopy):
         o, m, active, _ = self.layout.step_arrays({AGENT: obs}, {}, {AGENT: info}, [AGENT], {}, self.t)
         r = self.layout.reward(AGENT, reward, self.t)
         want = (1,) if self.reward_dim == 1 else (1, self.reward_dim)
-        if r.size != int(np.prod(want)):
-            raise HostEnvError(f"{self.layout.name}: agent {AGENT!r} at step {self.t} got reward of shape "
-                               f"{r.shape}, expected {'a scalar' if self.reward_dim == 1 else (self.reward_dim,)}")
         if done:
             active[:] = False
         return HostStep(obs=o, reward=r.reshape(want), done=done, truncated=truncated, active=active,
@@ -130,9 +118,9 @@ def from_gymnasium(env_or_factory: Any, *, name: str | None = None, max_steps: i
                           f"returned {type(probe).__name__}")
     spec_id = getattr(getattr(probe, "spec", None), "id", None)
     name = name or f"gym:{spec_id or type(probe.unwrapped).__name__}"
+    reward_dim = objectives(getattr(probe.unwrapped, "reward_space", None), name)
     layout = AgentLayout(name, [AGENT], [probe.observation_space], [probe.action_space], feature="from_gymnasium",
-                         out_of_bounds=out_of_bounds)
-    reward_dim = _reward_dim(probe)
+                         out_of_bounds=out_of_bounds, reward_dim=reward_dim)
     if max_steps is None:
         limit = getattr(getattr(probe, "spec", None), "max_episode_steps", None)
         max_steps = int(limit) if limit else DEFAULT_MAX_STEPS

@@ -56,8 +56,9 @@ class AgentLayout:
     `out_of_bounds` says what an observation outside its Box gets (see the module doc)."""
 
     def __init__(self, name: str, names: list[str], obs_spaces: list[Any], act_spaces: list[Any],
-                 feature: str = "from_pettingzoo", out_of_bounds: str = "refuse"):
+                 feature: str = "from_pettingzoo", out_of_bounds: str = "refuse", reward_dim: int = 1):
         gym = require("gymnasium", "pettingzoo", feature)
+        self.reward_dim = reward_dim   # K objectives: every reward is a vector of K
         if out_of_bounds not in OUT_OF_BOUNDS:
             raise ConfigError(f"{name}: out_of_bounds={out_of_bounds!r} is not one of {', '.join(OUT_OF_BOUNDS)}")
         self.out_of_bounds = out_of_bounds
@@ -160,17 +161,28 @@ class AgentLayout:
                           f"clipped so far in this process", ObservationClipped, stacklevel=2)
         return np.clip(arr, low, high)
 
+    @property
+    def reward_shape(self) -> tuple[int, ...]:
+        """`(N,)`, or `(N, K)` with K objectives."""
+        n = len(self.agents)
+        return (n,) if self.reward_dim == 1 else (n, self.reward_dim)
+
     def reward(self, agent: str, value: Any, step: int) -> np.ndarray:
-        """The agent's reward as float32, refused when NaN or infinite."""
+        """The agent's reward as float32, `[]` or `[K]`; refused when NaN or infinite, or
+        of another size."""
         try:
             r = np.asarray(value, np.float32)
         except (TypeError, ValueError):
             raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} got reward {value!r}, which is not "
                                f"a number") from None
+        if r.size != self.reward_dim:
+            want = "a scalar" if self.reward_dim == 1 else f"{self.reward_dim} objectives (shape ({self.reward_dim},))"
+            raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} got reward of shape {r.shape}, "
+                               f"expected {want}")
         if not np.isfinite(r).all():
             raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} got reward {value!r}; NaN and "
                                f"infinite rewards are refused")
-        return r
+        return r.reshape(() if self.reward_dim == 1 else (self.reward_dim,))
 
     def legal(self, agent: str, mask: Any, info: dict | None, step: int) -> np.ndarray:
         """The agent's legal actions `[num_actions]` (all False for continuous actions)."""
@@ -207,7 +219,7 @@ class AgentLayout:
 
     def step_arrays(self, obs: dict, masks: dict, infos: dict, live: list[str], reward: dict, step: int):
         """Per-agent dicts of the `live` agents -> `obs [N, obs_dim]`, `mask [N, A]`,
-        `active [N]`, `reward [N]`; absent agents get zeros and every action legal."""
+        `active [N]`, `reward [N]` (`[N, K]`); absent agents get zeros and every action legal."""
         n = len(self.agents)
         o = np.zeros((n, self.obs_dim), np.float32)
         m = np.ones((n, self.num_actions), bool)
@@ -217,7 +229,7 @@ class AgentLayout:
             o[i], inner_mask = self.observation(a, obs[a], step)
             m[i] = self.legal(a, inner_mask if inner_mask is not None else masks.get(a), infos.get(a), step)
             active[i] = True
-        r = np.zeros(n, np.float32)
+        r = np.zeros(self.reward_shape, np.float32)
         for a, v in reward.items():
             r[self.rewarded(a, step)] = self.reward(a, v, step)
         return o, m, active, r
@@ -275,4 +287,14 @@ def host_env(make_copy: Callable[[], HostCopy], layout: AgentLayout, *, name: st
     return HostEnv(make_copy, spec, max_copies=max_copies, workers=workers, worker_backend=worker_backend)
 
 
-__all__ = ["OUT_OF_BOUNDS", "AgentLayout", "ObservationClipped", "host_env", "probe_episode"]
+def objectives(space: Any, where: str) -> int:
+    """The number of objectives a reward space declares (MO-Gymnasium's and MOMAland's
+    `reward_space`, a Box of shape (K,)); 1 without one, or for a scalar space."""
+    if space is None or not getattr(space, "shape", None):
+        return 1
+    if len(space.shape) != 1:
+        raise HostEnvError(f"{where}: reward_space {space} must be 1-d (one entry per objective)")
+    return int(space.shape[0])
+
+
+__all__ = ["OUT_OF_BOUNDS", "AgentLayout", "ObservationClipped", "host_env", "objectives", "probe_episode"]

@@ -231,6 +231,14 @@ def _classes():
         def action_space(self, agent):
             return self.game.act_spaces[agent]
 
+        def reward_space(self, agent):
+            """MOMAland's convention: a Box of the K objectives (shape `(K,)`); shape `()` for
+            a scalar reward."""
+            import gymnasium
+
+            k = self.game.spec.reward_dim
+            return gymnasium.spaces.Box(-np.inf, np.inf, (k,) if k > 1 else (), np.float32)
+
         def state(self) -> np.ndarray:
             return np.asarray(self.game.ts.global_state)
 

@@ -53,7 +53,7 @@ from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.interop import require
 from coplay.interop.host import HostCopy, HostEnv, HostEnvError, HostStep
-from coplay.interop.layout import AgentLayout, host_env
+from coplay.interop.layout import AgentLayout, host_env, objectives
 
 APIS = ("auto", "parallel", "aec")
 DEFAULT_MAX_STEPS = 1000
@@ -143,7 +143,7 @@ class _AECCopy(HostCopy):
     def reset(self, seed: int) -> HostStep:
         self.env.reset(seed=seed)
         self.t = 0
-        reward = np.zeros(len(self.layout.agents), np.float32)
+        reward = np.zeros(self.layout.reward_shape, np.float32)
         self._retire_done(reward, {})
         return self._host_step(reward, not self.env.agents, False)
 
@@ -154,7 +154,7 @@ class _AECCopy(HostCopy):
         env.step(self.layout.action(self.layout.index[agent], actions[self.layout.index[agent]], self.t))
         self.t += 1
         _vanished(self.layout.name, before, list(env.agents), env.terminations, env.truncations, self.t)
-        reward = np.zeros(len(self.layout.agents), np.float32)
+        reward = np.zeros(self.layout.reward_shape, np.float32)
         self._collect(reward)
         ended: dict[str, str] = {}
         self._retire_done(reward, ended)
@@ -207,7 +207,8 @@ def from_pettingzoo(env_or_factory: Any, *, name: str | None = None, max_steps: 
     name = name or f"pettingzoo:{getattr(probe, 'metadata', {}).get('name', type(probe).__name__)}"
     agents = list(probe.possible_agents)
     layout = AgentLayout(name, agents, [probe.observation_space(a) for a in agents],
-                         [probe.action_space(a) for a in agents], out_of_bounds=out_of_bounds)
+                         [probe.action_space(a) for a in agents], out_of_bounds=out_of_bounds,
+                         reward_dim=_objectives(probe, agents, name))
     if max_steps is None:
         cycles = getattr(probe.unwrapped, "max_cycles", None)
         max_steps = int(cycles) * (1 if parallel else len(layout.agents)) if cycles else DEFAULT_MAX_STEPS
@@ -216,7 +217,21 @@ def from_pettingzoo(env_or_factory: Any, *, name: str | None = None, max_steps: 
     probe.close()
     cls = _ParallelCopy if parallel else _AECCopy
     return host_env(lambda: cls(factory(), layout, state_fn), layout, name=name, max_steps=max_steps,
-                    max_copies=max_copies, workers=workers, worker_backend=worker_backend, turn_based=not parallel)
+                    max_copies=max_copies, workers=workers, worker_backend=worker_backend, turn_based=not parallel,
+                    reward_dim=layout.reward_dim)
+
+
+def _objectives(probe: Any, agents: list[str], name: str) -> int:
+    """MOMAland's vector rewards: `reward_space(agent)`, a Box of K objectives, the same K
+    for every agent; 1 for an environment without reward spaces."""
+    space = getattr(probe, "reward_space", None)
+    if space is None:
+        return 1
+    per_agent = {a: objectives(space(a) if callable(space) else space, name) for a in agents}
+    if len(set(per_agent.values())) != 1:
+        raise HostEnvError(f"{name}: the agents' reward spaces have different numbers of objectives ({per_agent}); "
+                           "coplay needs one K for all")
+    return per_agent[agents[0]]
 
 
 # -- the `pettingzoo:` registry prefix ------------------------------------------
