@@ -21,6 +21,7 @@ from coplay.interop import from_pettingzoo  # noqa: E402
 from coplay.interop.host import HostEnvError, HostState, copy_seed  # noqa: E402
 from coplay.wrappers import AutoReset, EpisodeStats  # noqa: E402
 from gymnasium import spaces  # noqa: E402
+from pettingzoo import ParallelEnv  # noqa: E402
 from mpe2 import simple_spread_v3  # noqa: E402
 
 from broken_envs import Broken  # noqa: E402
@@ -267,7 +268,7 @@ def test_worker_errors_and_deaths_reach_the_caller():
         from_pettingzoo(simple_spread_v3.parallel_env, workers=2, worker_backend="threads")
 
 
-class _TwoObjectives:
+class _TwoObjectives(ParallelEnv):
     """MOMAland's convention for vector rewards: `reward_space(agent)` is a Box of K
     objectives and each reward a numpy vector. Three rounds; action 1 pays (1, 0),
     action 0 pays (0, 1). `k` sets agent a_1's number of objectives (to break it)."""
@@ -300,14 +301,8 @@ class _TwoObjectives:
         return obs, rew, end, dict.fromkeys(end, False), {a: {} for a in end}
 
 
-def _parallel_two_objectives(**kwargs):
-    from pettingzoo import ParallelEnv
-
-    return type("TwoObjectives", (_TwoObjectives, ParallelEnv), {})(**kwargs)
-
-
 def test_momaland_style_vector_rewards_come_through_as_reward_n_by_k():
-    env = EpisodeStats(from_pettingzoo(_parallel_two_objectives))
+    env = EpisodeStats(from_pettingzoo(_TwoObjectives))
     assert env.spec.reward_dim == 2 and env.spec.reward_shape == (2, 2)
     state, ts = env.reset(jax.random.PRNGKey(0))
     assert ts.reward.shape == (2, 2)
@@ -319,9 +314,9 @@ def test_momaland_style_vector_rewards_come_through_as_reward_n_by_k():
 
 def test_a_vector_reward_of_the_wrong_length_or_mixed_objective_counts_are_refused():
     with pytest.raises(HostEnvError, match=r"agent 'a_0' at step 1 got reward of shape \(3,\), expected 2 objectives"):
-        from_pettingzoo(functools.partial(_parallel_two_objectives, reward_k=3))
+        from_pettingzoo(functools.partial(_TwoObjectives, reward_k=3))
     with pytest.raises(HostEnvError, match="reward spaces have different numbers of objectives"):
-        from_pettingzoo(functools.partial(_parallel_two_objectives, k=3))
+        from_pettingzoo(functools.partial(_TwoObjectives, k=3))
 
 
 @pytest.mark.parametrize("api", ["parallel", "aec"])

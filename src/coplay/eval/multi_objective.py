@@ -56,8 +56,7 @@ def pareto_front(points: np.ndarray) -> np.ndarray:
     """The points no other point dominates (at least as good in every objective,
     better in one), each once, in lexicographic order. `[F, K]`."""
     x = _points(points)
-    front = np.unique(x[moocore.is_nondominated(x, maximise=True)], axis=0)
-    return front
+    return np.unique(x[moocore.is_nondominated(x, maximise=True)], axis=0)
 
 
 def hypervolume(points: np.ndarray, ref: np.ndarray) -> float:
