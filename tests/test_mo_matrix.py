@@ -48,7 +48,8 @@ def test_scalarised_and_exported_the_vector_rewards_reach_the_learner_and_pettin
     env = Scalarise(coplay.make("matrix", game="imbalancing_act", rounds=1), weights=[0.25, 0.75])
     ts = _step(env, 2, 2)                                   # (0, 4) for both
     np.testing.assert_allclose(ts.reward, [3.0, 3.0])
-    np.testing.assert_array_equal(ts.info["objectives"], [[0, 4], [0, 4]])
+    np.testing.assert_array_equal(ts.info["objective/x"], [0, 0])
+    np.testing.assert_array_equal(ts.info["objective/y"], [4, 4])
     pz = to_pettingzoo(coplay.make("matrix", game="vector_payoffs", rounds=2), api="parallel")
     pz.reset(seed=0)
     _, rewards, *_ = pz.step({agent: 2 for agent in pz.agents})   # C, C: (1, 3) and (0, 4)

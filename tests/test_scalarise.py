@@ -64,7 +64,9 @@ def test_linear_weights_score_every_step_and_keep_the_vector_for_the_episode_sta
     assert env.spec.reward_dim == 1 and env.spec.reward_shape == (2,)
     rewards, last = _play(env, [[1, 0], [1, 0], [0, 0]])
     np.testing.assert_allclose(rewards, [[0.75, 0.25], [0.75, 0.25], [0.25, 0.25]])
-    np.testing.assert_allclose(last["episode/objectives"], [[2, 1], [0, 3]])   # each agent's return per objective
+    # each agent's return per objective, by the objective's name
+    np.testing.assert_allclose(last["episode/objective/gold"], [2, 0])
+    np.testing.assert_allclose(last["episode/objective/safety"], [1, 3])
     np.testing.assert_allclose(last["episode/return"], [1.75, 0.75])
 
 
@@ -76,7 +78,8 @@ def test_chebyshev_pays_the_change_in_the_utility_of_the_return_so_far():
     # agent 1: returns (1,0) (2,0) (3,0): u = -1.5, -1.5, -1.5
     np.testing.assert_allclose(rewards, [[0.0, 0.0], [0.5, 0.0], [0.0, 0.0]])
     np.testing.assert_allclose(last["episode/return"], [-1.0 + 1.5, -1.5 + 1.5])   # u(R) - u(0)
-    np.testing.assert_allclose(last["episode/objectives"], [[2, 1], [3, 0]])
+    np.testing.assert_allclose(last["episode/objective/gold"], [2, 3])
+    np.testing.assert_allclose(last["episode/objective/safety"], [1, 0])
 
 
 def test_weights_per_agent_and_the_return_restarting_with_each_episode():

@@ -75,6 +75,9 @@ class EnvSpec:
             )
         if self.reward_dim < 1:
             raise ConfigError(f"EnvSpec {self.name!r}: reward_dim must be >= 1, got {self.reward_dim}")
+        if self.reward_names and len(self.reward_names) != self.reward_dim:
+            raise ConfigError(f"EnvSpec {self.name!r}: reward_names {self.reward_names} needs one name per "
+                              f"objective (reward_dim={self.reward_dim})")
 
     @property
     def num_actions(self) -> int:
@@ -89,6 +92,14 @@ class EnvSpec:
     def action_shape(self) -> tuple[int, ...]:
         """Shape of the `actions` argument of `step`: `[N]` or `[N, d]`."""
         return (self.num_agents, *self.action_space.shape)
+
+    @property
+    def objective_names(self) -> tuple[str, ...]:
+        """One name per objective: `reward_names`, or `objective0`, `objective1`, ... where
+        the environment names none."""
+        if self.reward_names:
+            return self.reward_names
+        return tuple(f"objective{k}" for k in range(self.reward_dim))
 
     @property
     def reward_shape(self) -> tuple[int, ...]:

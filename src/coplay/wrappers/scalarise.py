@@ -1,8 +1,12 @@
 """Scalarise vector rewards: an environment with K objectives (`reward [N, K]`)
 becomes one with a scalar reward per agent (`reward [N]`), so that every
-single-objective algorithm trains on it. The vector is kept in
-`info["objectives"]` (`[N, K]`), and `EpisodeStats` sums it into
-`episode/objectives`, each agent's return per objective.
+single-objective algorithm trains on it. The vector is kept in `info`, one entry
+per objective named from `spec.objective_names` (`info["objective/<name>"]`,
+`[N]`), so that `EpisodeStats` sums each into `episode/objective/<name>`, each
+agent's return in that objective, and training metrics, evaluations,
+metrics.csv and summary.json report every objective by name. `Objectives(env)`
+does only that, leaving the vector reward as it is (for the trainers that
+learn from the vector themselves).
 
     Scalarise(env, weights=[0.7, 0.3])                                  # linear
     Scalarise(env, weights=[0.5, 0.5], method="chebyshev", utopia=[10, 0])
@@ -32,7 +36,7 @@ from flax import struct
 
 from coplay.core.env import Env, Wrapper
 from coplay.core.errors import ConfigError, unknown_name
-from coplay.core.types import TimeStep
+from coplay.core.types import EnvSpec, TimeStep
 
 METHODS = ("linear", "chebyshev")
 
@@ -72,7 +76,7 @@ class Scalarise(Wrapper):
             self.utopia = jnp.asarray(z, jnp.float32)
         elif utopia is not None:
             raise ConfigError("a utopia point is used by method='chebyshev' only; linear weights take none")
-        self.spec = dataclasses.replace(spec, reward_dim=1)
+        self.spec = dataclasses.replace(spec, reward_dim=1, reward_names=())
 
     def utility(self, vector_return: jax.Array) -> jax.Array:
         """`[N, K] -> [N]`: each agent's utility of a vector return."""
@@ -94,11 +98,36 @@ class Scalarise(Wrapper):
         # The return restarts with the episode (also where the environment resets itself).
         return ScalariseState(env_state, so_far * jnp.logical_not(ts.done)), self._scalar(ts, reward)
 
-    @staticmethod
-    def _scalar(ts: TimeStep, reward: jax.Array) -> TimeStep:
-        info = dict(ts.info)
-        info["objectives"] = ts.reward.astype(jnp.float32)
+    def _scalar(self, ts: TimeStep, reward: jax.Array) -> TimeStep:
+        info = {**ts.info, **objective_info(self.env.spec, ts.reward)}
         return ts.replace(reward=reward, info=info)  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
 
     def base_state(self, state: ScalariseState) -> Any:
         return self.env.base_state(state.env_state)
+
+
+def objective_info(spec: EnvSpec, reward: jax.Array) -> dict[str, jax.Array]:
+    """`reward [N, K]` as `info` entries, one per objective: `objective/<name>` -> `[N]`."""
+    return {f"objective/{name}": reward[:, k].astype(jnp.float32) for k, name in enumerate(spec.objective_names)}
+
+
+class Objectives(Wrapper):
+    """Each objective of a vector reward also in `info["objective/<name>"]` (`[N]`); the
+    reward stays the vector `[N, K]`."""
+
+    def __init__(self, env: Env):
+        super().__init__(env)
+        if env.spec.reward_dim < 2:
+            raise ConfigError(f"Objectives needs vector rewards (reward_dim >= 2); {env.spec.name!r} has a scalar "
+                              "reward")
+
+    def _with_objectives(self, ts: TimeStep) -> TimeStep:
+        return ts.replace(info={**ts.info, **objective_info(self.spec, ts.reward)})  # type: ignore[attr-defined]
+
+    def _reset(self, key: jax.Array) -> tuple[Any, TimeStep]:
+        state, ts = self.env.reset(key)
+        return state, self._with_objectives(ts)
+
+    def _step(self, state: Any, actions: jax.Array, key: jax.Array) -> tuple[Any, TimeStep]:
+        state, ts = self.env.step(state, actions, key)
+        return state, self._with_objectives(ts)
