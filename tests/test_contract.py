@@ -20,6 +20,7 @@ VARIANTS = [(name, {}) for name in ENVS.names()] + [
     ("matrix", {"game": "stag_hunt"}),
     ("matrix", {"game": "rps"}),
     ("matrix", {"game": "vector_payoffs"}),   # two objectives: reward [2, 2]
+    ("treasure", {"crew": "together", "values": "concave"}),
     ("tree:kuhn_poker", {}),
     ("tree:leduc_holdem", {}),
     ("text:kuhn_poker", {}),

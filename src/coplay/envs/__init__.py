@@ -3,6 +3,7 @@
 from coplay.core.registry import ENVS
 from coplay.envs.cooperative.foraging import Foraging
 from coplay.envs.cooperative.spread import Spread
+from coplay.envs.cooperative.treasure import Treasure
 from coplay.envs.cooperative.two_step import TwoStep
 from coplay.envs.mixed.matrix import MatrixGame
 from coplay.envs.text import TextNim, TextTreeGame
@@ -21,9 +22,14 @@ ENVS.register(
     description="QMIX's two-step game: agent 0 picks the second state; 7 everywhere in one, up to 8 in the other.",
 )
 ENVS.register(
+    "treasure", Treasure, kind="cooperative",
+    description="Deep-sea salvage with two objectives (treasure, time): two submarines lift a chest together; "
+                "deeper chests are worth more; its Pareto front is computed in code.",
+)
+ENVS.register(
     "matrix", MatrixGame, kind="mixed",
     description="Repeated two-player normal-form games: climbing, penalty, prisoners_dilemma, stag_hunt, rps; "
                 "with two objectives: imbalancing_act, imbalancing_act_without_m, vector_payoffs.",
 )
 
-__all__ = ["Foraging", "MatrixGame", "Spread", "TextNim", "TextTreeGame", "TreeGameEnv", "TwoStep"]
+__all__ = ["Foraging", "MatrixGame", "Spread", "TextNim", "TextTreeGame", "Treasure", "TreeGameEnv", "TwoStep"]

@@ -20,11 +20,10 @@ multi-objective environment names its reference point in code."""
 
 from __future__ import annotations
 
-import itertools
-
 import moocore
 import numpy as np
 
+from coplay.algos.common.preferences import simplex_weights  # the evaluation's weights, re-exported
 from coplay.core.errors import ConfigError
 
 
@@ -74,17 +73,6 @@ def hypervolume(points: np.ndarray, ref: np.ndarray) -> float:
     return float(moocore.hypervolume(x, ref=r, maximise=True))
 
 
-def simplex_weights(k: int, divisions: int) -> np.ndarray:
-    """Every weight vector of `k` non-negative entries summing to 1 whose entries are
-    multiples of 1/`divisions` (Das and Dennis, 1998): `[C(divisions + k - 1, k - 1), k]`."""
-    if k < 1 or divisions < 1:
-        raise ConfigError(f"simplex_weights needs k >= 1 objectives and divisions >= 1, got k={k}, "
-                          f"divisions={divisions}")
-    rows = [np.diff((-1, *bars, divisions + k - 1)) - 1
-            for bars in itertools.combinations(range(divisions + k - 1), k - 1)]
-    return np.asarray(rows, np.float64) / divisions
-
-
 def expected_utility(points: np.ndarray, weights: np.ndarray) -> float:
     """The mean over weight vectors w (`[W, K]`) of the best linear utility w . v
     among the points (Zintgraf et al., 2015)."""
@@ -126,3 +114,7 @@ def igd(points: np.ndarray, true_front: np.ndarray) -> float:
     x = _points(points)
     t = _points(true_front, "true_front", x.shape[1])
     return float(moocore.igd(x, ref=t, maximise=True))
+
+
+__all__ = ["cardinality", "expected_utility", "hypervolume", "igd", "maximum_utility_loss", "pareto_front",
+           "simplex_weights", "sparsity"]
