@@ -17,7 +17,7 @@ from coplay.experiment.runner import plan
 
 # A small environment every algorithm can train on, per algorithm.
 ENV_FOR = {"mappo": "spread", "ippo": "spread", "iql": "spread", "vdn": "spread", "qmix": "spread",
-           "selfplay_ppo": "tic_tac_toe", "grpo": "text:kuhn_poker"}
+           "selfplay_ppo": "tic_tac_toe", "grpo": "text:kuhn_poker", "mo_ppo": "treasure"}
 
 
 def test_every_algorithm_is_a_registered_trainer_with_a_documented_config():
@@ -52,6 +52,12 @@ def test_per_env_fields_are_exactly_the_ones_with_an_environment_axis(name):
     if name == "grpo":   # every update plays its episodes from their start to their end: none is carried over
         assert not marked and trainer.num_envs == 7 and trainer.steps_per_update == 7 * 4
         return
+    if name == "mo_ppo":   # every weight's MAPPO state [W, ...]: the environments are the second axis, unmarked
+        assert not marked and trainer.steps_per_update == 7 * 4
+        weights = config.weights
+        assert all(leaf.shape[:2] == (weights, 7) for leaf in jax.tree.leaves(state.lanes.env_state))
+        assert all(leaf.shape[:1] == (weights,) for leaf in jax.tree.leaves(state.lanes.params))
+        return
     assert marked, "every trainer steps parallel environments"
     assert all(leaf.shape[:1] == (7,) for leaf in marked)
     # Parameters have no environment axis.
@@ -63,6 +69,12 @@ def test_per_env_fields_are_exactly_the_ones_with_an_environment_axis(name):
     (["algo=selfplay_ppo", "env=spread"],
      ["'selfplay_ppo' cannot train on environment 'spread'", "all its agents are on one team",
       "Algorithms that can: ippo, iql, mappo, qmix, vdn"]),
+    (["algo=mo_ppo", "env=spread"],
+     ["'mo_ppo' cannot train on environment 'spread'", "it has one objective and it needs several",
+      "Algorithms that can: ippo, iql, mappo, qmix, vdn"]),
+    (["algo=mappo", "env=treasure"],
+     ["'mappo' cannot train on environment 'treasure'", "it has 2 objectives and it needs a scalar reward",
+      "coplay.wrappers.Scalarise", "Algorithms that can: mo_ppo"]),
     (["algo=mappo", "env=tic_tac_toe"],
      ["'mappo' cannot train on environment 'tic_tac_toe'", "turn-based", "Algorithms that can: selfplay_ppo"]),
     (["algo=selfplay_ppo", "env=pgx:2048"],

@@ -7,7 +7,7 @@ num_updates)`. The game solvers that are not trainers (`coplay solve`) are in
 
 from __future__ import annotations
 
-from coplay.algos import cfr, fictitious_play, grpo, ippo, iql, mappo, psro, psro_ppo, qmix, selfplay_ppo, vdn
+from coplay.algos import cfr, fictitious_play, grpo, ippo, iql, mappo, mo_ppo, psro, psro_ppo, qmix, selfplay_ppo, vdn
 from coplay.algos.base import RolloutConfig, Trainer
 from coplay.algos.solvers import SOLVERS
 from coplay.core.errors import UnknownNameError
@@ -23,6 +23,8 @@ def _register(trainer: type[Trainer], kind: str, description: str) -> None:
 
 _register(mappo.MAPPO, "on-policy", "multi-agent PPO with a centralised critic on global_state")
 _register(ippo.IPPO, "on-policy", "independent PPO: each agent's critic sees its own observation")
+_register(mo_ppo.MOPPO, "multi-objective", "a weight sweep of MAPPO on linear utilities of vector rewards: W "
+                                           "preference weights vmapped beside the seeds, a Pareto front per run")
 _register(iql.IQL, "off-policy", "independent Q-learning: each agent learns its own Q from its own reward")
 _register(vdn.VDN, "off-policy", "value decomposition: the team's Q is the sum of the agents' Q")
 _register(qmix.QMIX, "off-policy", "monotonic mixing of the agents' Q by hypernetworks on the global state")

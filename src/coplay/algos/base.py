@@ -10,6 +10,7 @@ experiment layer uses exactly the members below and nothing else:
     trainer.policy(), trainer.policy_params(state)
     trainer.evaluator(episodes)                   # evaluate(params, key) -> dict of [episodes']
     trainer.num_envs, trainer.steps_per_update, trainer.return_convention
+    trainer.preferences, trainer.front(results)   # several objectives: the weights, the front
 
 `update` collects experience and learns; it returns the new state and a dict
 of scalar metrics. The experiment layer `vmap`s it over seeds and
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 import jax
+import numpy as np
 from flax import struct
 
 from coplay.core.config import check, param
@@ -112,6 +114,7 @@ class Capabilities:
     rivals: bool = False               # needs rivals: agents on different teams, or a turn-based game
     min_agents: int = 1
     vector_reward: bool = False        # learns from K > 1 objectives without scalarising them
+    needs_vector_reward: bool = False  # learns only from K > 1 objectives (a multi-objective trainer)
 
     def problems(self, spec: EnvSpec) -> list[str]:
         out = []
@@ -136,6 +139,8 @@ class Capabilities:
             out.append("its agents act simultaneously and it needs a turn-based game")
         if self.rivals and not spec.turn_based and len(set(spec.teams)) < 2:
             out.append("all its agents are on one team, and it needs rivals")
+        if spec.reward_dim == 1 and self.needs_vector_reward:
+            out.append("it has one objective and it needs several (a vector reward, reward_dim >= 2)")
         if spec.reward_dim != 1 and not self.vector_reward:
             out.append(f"it has {spec.reward_dim} objectives and it needs a scalar reward (scalarise it first: "
                        "coplay.wrappers.Scalarise, linear or chebyshev)")
@@ -260,6 +265,15 @@ class Trainer(abc.ABC, Generic[C]):
     def health(self) -> Health:
         """What a healthy run of this algorithm keeps to (default: nothing watched)."""
         return Health()
+
+    # A trainer of several objectives trains P policies per seed, one per preference
+    # `preferences[p]` ([P, K]), and `front` reads their vector returns from an evaluation.
+    preferences: np.ndarray | None = None
+
+    def front(self, results: Mapping[str, np.ndarray]) -> np.ndarray | None:
+        """`[S, P, K]`: from evaluation results (name -> `[S, episodes]`), the mean vector
+        return of each seed's P policies; None for a trainer of one objective."""
+        return None
 
     def evaluator(self, episodes: int) -> Evaluator:
         """`evaluate(params, key) -> dict of [episodes] arrays`: by default, `episodes`

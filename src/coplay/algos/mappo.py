@@ -22,6 +22,7 @@ implementations, so returns stay comparable with theirs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,6 +184,13 @@ class MAPPO(Trainer[Config]):
         return ppo.objective(self.dist, logits, values, mb, self.config, mb["active"], mb["active"])
 
     def update(self, state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
+        return self.learn(state, lambda reward: reward)
+
+    def learn(self, state: TrainState, scalar_reward: Callable[[jax.Array], jax.Array],
+              ) -> tuple[TrainState, dict[str, jax.Array]]:
+        """`update`, with the rewards the advantages are computed from given by
+        `scalar_reward(reward)`, `[T, E, N(, K)] -> [T, E, N]` (the weight sweep,
+        `coplay.algos.mo_ppo`, passes the utility of a vector reward under one weight)."""
         c = self.config
         key, k_roll, k_epochs = jax.random.split(state.key, 3)
         carry0 = state.carry
@@ -191,7 +199,8 @@ class MAPPO(Trainer[Config]):
                                                c.rollout_len)
         _, last_value = apply_agents(self.critic, state.params["critic"], carry[1], self.critic_input(ts),
                                      ts.done, c.share_params)
-        adv, target = gae(traj.reward, traj.extras["value"], traj.done[..., None], last_value, c.gamma, c.gae_lambda)
+        adv, target = gae(scalar_reward(traj.reward), traj.extras["value"], traj.done[..., None], last_value,
+                          c.gamma, c.gae_lambda)
         batch = self._batch(traj, adv, target)
         split: ppo.SplitFn
         if c.recurrent:  # minibatches of whole environment sequences, each with its starting carries

@@ -115,7 +115,7 @@ def curve(rows: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array([steps[c] for c in chunks]), values
 
 
-def plot_curve(run_dir: Path, rows: list[dict], key: str, title: str) -> Path | None:
+def plot_curve(run_dir: Path, rows: list[dict], key: str, title: str, file: str = "curve.png") -> Path | None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -131,7 +131,7 @@ def plot_curve(run_dir: Path, rows: list[dict], key: str, title: str) -> Path | 
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
-    return save_figure(fig, Path(run_dir) / "curve.png")
+    return save_figure(fig, Path(run_dir) / file)
 
 
 def plot_series(path: Path, steps: np.ndarray, values: np.ndarray, xlabel: str, ylabel: str, title: str) -> Path:

@@ -42,7 +42,7 @@ from coplay.core.errors import (
     callback_errors,
 )
 from coplay.core.registry import ENVS
-from coplay.experiment import checkpoint
+from coplay.experiment import checkpoint, fronts
 from coplay.experiment.config import Experiment, parse_overrides, result_dict, resume_differences
 from coplay.experiment.health import HealthWatch
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
@@ -93,6 +93,8 @@ def plan(exp: Experiment) -> Plan:
     num_chunks = max(1, math.ceil(run.total_steps / (updates_per_chunk * per_update)))
     try:
         trainer = entry.factory(exp.algo_config, env, num_updates=updates_per_chunk * num_chunks)
+        if trainer.preferences is not None:
+            fronts.reference_point(env)   # a front is scored against it: refused now if the env names none
     except BaseException:
         env.close()
         raise
@@ -380,6 +382,9 @@ def _train(p: Plan, run_dir: Path, resumed: bool, stop_after_chunks: int | None)
                 last = chunk == p.num_chunks - 1
                 if evaluates_after(p, chunk):
                     results = jax.device_get(eval_fn(p.trainer.policy_params(state), eval_keys(exp, chunk)))
+                    front = p.trainer.front(results)                     # several objectives: [S, P, K]
+                    if front is not None:
+                        results.update(fronts.quality(front, fronts.reference_point(p.env)))
                     evals.append((env_steps, {k: v for k, v in results.items() if k != "finished"}))
                     per_seed.update({f"eval/{k}": v.mean(-1) for k, v in results.items() if k != "finished"})
                     write_marl_eval(run_dir, exp.env, _task_name(exp), exp.algo, evals)
@@ -408,6 +413,15 @@ def _train(p: Plan, run_dir: Path, resumed: bool, stop_after_chunks: int | None)
     rows = read_metrics(run_dir)
     plot_curve(run_dir, rows, "eval/return", f"{exp.algo} on {exp.env}")
     final = evals[-1][1]
+    extra: dict[str, Any] = {}
+    if p.trainer.preferences is not None:
+        points = p.trainer.front(final)
+        assert points is not None, "a trainer with preferences returns its front"
+        extra["front"] = fronts.summary(points, p.env, p.trainer.preferences)
+        truth = extra["front"].get("true_front")
+        fronts.plot_front(run_dir / "front.png", points, p.env.spec.objective_names,
+                          None if truth is None else np.asarray(truth), f"{exp.algo} on {exp.env}: final fronts")
+        plot_curve(run_dir, rows, "eval/hypervolume", f"{exp.algo} on {exp.env}", file="hypervolume.png")
     summary = write_summary(run_dir, final, {
         "algo": exp.algo, "env": exp.env, "seeds": exp.run.seeds,
         "env_steps_per_seed": p.num_chunks * p.steps_per_chunk,
@@ -416,6 +430,7 @@ def _train(p: Plan, run_dir: Path, resumed: bool, stop_after_chunks: int | None)
         "wall_time_s": round(time.time() - t_start, 2),
         "devices": describe(exp.run.seeds, p.trainer.num_envs),
         "warnings": watch.warnings,
+        **extra,
     })
     return RunResult(run_dir, summary, state=state)
 

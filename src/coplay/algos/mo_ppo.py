@@ -1,0 +1,164 @@
+"""Multi-objective PPO by a weight sweep: a whole Pareto front from one compiled run.
+
+Each preference weight w (a point of the simplex over the K objectives) trains its
+own MAPPO policy (`coplay.algos.mappo`; IPPO's critic with `algo.critic=local`) on
+the linear utility of the vector reward,
+
+    r_t = w . r_t^vec,   so that the return is w . R^vec,
+
+the scalarisation of MOMAland's MOMAPPO and of CrazyRL's MOMAPPO (Felten et al.,
+2024). The W weights (`algo.weights`, spread evenly over the simplex) are one more
+vmapped axis beside the seeds: the TrainState stacks every weight's MAPPO state
+`[W, ...]`, and `update` steps them all at once, so W weights x S seeds train in
+one compiled program. `total_steps` counts environment steps per weight (each
+policy sees that many), so a run of W weights steps W times as many environments
+as a run of one policy.
+
+Evaluation plays each weight's policy and reports its vector return, each
+objective averaged over agents (`w<i>/objective/<name>`); `front` turns those
+into the seed's set of vector returns, whose hypervolume and expected utility
+the experiment layer reports. A linear utility reaches only the points of the
+front's convex hull: a point in a concave part of the front is best for no
+weight (Das and Dennis, 1997), so the learned front can fall short of the true
+one there; `Scalarise(method="chebyshev")` reaches such points for one weight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from coplay.algos import mappo
+from coplay.algos.base import Capabilities, Evaluator, Health, Policy, Trainer
+from coplay.algos.common.evaluation import make_evaluator
+from coplay.algos.common.preferences import spread_weights
+from coplay.core.config import param
+from coplay.core.env import Env
+from coplay.core.errors import ConfigError
+from coplay.core.types import TimeStep
+from coplay.wrappers import Objectives
+
+UTILITY_RETURN = ("episode utility w . R under each policy's own weight, averaged over agents and weights "
+                  "(undiscounted)")
+
+
+@dataclass(frozen=True)
+class Config(mappo.Config):
+    # The front is one of undiscounted episode returns, and a short horizon's discount
+    # would weigh time as one more objective: a longer horizon than MAPPO's default.
+    gamma: float = param(0.99, "discount", min=0.0, max=1.0)
+    weights: int = param(16, "preference weights trained side by side, spread evenly over the simplex of the "
+                             "objectives (3 objectives: 3, 6, 10, 15, 21, ...)", min=2)
+    critic: str = param("global", "each policy's critic: global (MAPPO, the global state) or local (IPPO, the "
+                                   "agent's own observation)", choices=("global", "local"))
+    show_weight: int = param(0, "the weight (an index into the weights) whose policy `coplay eval` and `record` "
+                                "play", min=0, affects_results=False)
+
+
+@struct.dataclass
+class TrainState:
+    """No field is `per_env`: the environments are the second axis of the lanes, under the
+    weights, so several devices split a run's seeds, not its environments."""
+
+    lanes: mappo.TrainState   # every weight's MAPPO state, stacked [W, ...]
+    weights: jax.Array        # [W, K] the preference each lane trains for
+
+
+class _Lane(mappo.MAPPO):
+    """One weight's MAPPO, on the vector reward: `learn` is given the weight's utility."""
+
+    name = "mo_ppo"
+    config_class = Config
+    capabilities = Capabilities(continuous_actions=True, recurrent=True, vector_reward=True, needs_vector_reward=True)
+
+    def __init__(self, config: Config, env: Env, num_updates: int):
+        super().__init__(config, env, num_updates)
+        self.local_critic = config.critic == "local"
+
+    def critic_input(self, ts: TimeStep) -> jax.Array:
+        if self.local_critic:   # IPPO's: each agent's own (flattened) observation
+            return ts.obs.reshape(*ts.obs.shape[:2], -1)
+        return super().critic_input(ts)
+
+
+class MOPPO(Trainer[Config]):
+    """W MAPPO policies, one per preference weight, for one seed; `update` is pure."""
+
+    name = "mo_ppo"
+    config_class = Config
+    capabilities = _Lane.capabilities
+    return_convention = UTILITY_RETURN
+
+    def __init__(self, config: Config, env: Env, num_updates: int):
+        super().__init__(config, env, num_updates)          # refuses a scalar reward, naming who takes it
+        self.lane = _Lane(config, Objectives(env), num_updates)
+        self.env = self.lane.env
+        self.preferences = spread_weights(env.spec.reward_dim, config.weights)     # [W, K]
+        if config.show_weight >= config.weights:
+            raise ConfigError(f"algo.show_weight={config.show_weight} is out of range; it must be an index into "
+                              f"the {config.weights} weights, 0 to {config.weights - 1}")
+        self.objective_names = env.spec.objective_names
+
+    def health(self) -> Health:
+        return self.lane.health()
+
+    # ----- every weight's state, stacked -----------------------------------------------------
+    def init(self, key: jax.Array) -> TrainState:
+        lanes = jax.lax.map(self.lane.init, jax.random.split(key, self.config.weights))
+        return TrainState(lanes=lanes, weights=jnp.asarray(self.preferences, jnp.float32))
+
+    def update(self, state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
+        def lane(lane_state: mappo.TrainState, w: jax.Array):
+            return self.lane.learn(lane_state, lambda reward: reward @ w)   # [T, E, N, K] -> [T, E, N]
+
+        lanes, metrics = jax.vmap(lane)(state.lanes, state.weights)      # each metric [W]
+        utility = sum(state.weights[:, k] * metrics[f"objective/{name}"] for k, name in enumerate(self.objective_names))
+        metrics = {k: jnp.nanmean(v) for k, v in metrics.items() if k != "return_sum"}
+        metrics["return"] = jnp.nanmean(utility)   # not the mean of the objectives that MAPPO's return would be
+        return TrainState(lanes=lanes, weights=state.weights), metrics
+
+    # ----- acting and evaluation ---------------------------------------------------------------
+    def policy(self) -> Policy:
+        """The policy of weight `algo.show_weight`, taking every weight's parameters."""
+        lane, i = self.lane.policy(), self.config.show_weight
+        return dataclasses.replace(lane, act=lambda params, *rest: lane.act(jax.tree.map(lambda p: p[i], params),
+                                                                            *rest))
+
+    def policy_params(self, state: TrainState) -> Any:
+        return self.lane.policy_params(state.lanes)                     # [W, ...]
+
+    def evaluator(self, episodes: int) -> Evaluator:
+        """Every weight's policy plays `episodes` episodes (from the same key): its
+        return in each objective (`w<i>/objective/<name>`), and `return`, each
+        policy's utility under its own weight averaged over the weights."""
+        play = make_evaluator(self.lane.policy(), episodes)
+        w = jnp.asarray(self.preferences, jnp.float32)
+
+        def evaluate(params: Any, key: jax.Array) -> dict[str, jax.Array]:
+            out = jax.vmap(play, in_axes=(0, None))(params, key)         # each [W, episodes]
+            vectors = jnp.stack([out.pop(f"objective/{n}") for n in self.objective_names], -1)   # [W, episodes, K]
+            results = {front_key(i, n): vectors[i, :, k] for i in range(w.shape[0])
+                       for k, n in enumerate(self.objective_names)}
+            out.pop("return")
+            results["return"] = jnp.einsum("wek,wk->we", vectors, w).mean(0)
+            results.update({k: v.mean(0) if k != "finished" else v.min(0) for k, v in out.items()})
+            return results
+
+        return evaluate
+
+    def front(self, results: Mapping[str, np.ndarray]) -> np.ndarray:
+        """`[S, W, K]`: each seed's mean vector return of every weight's policy."""
+        return np.stack([np.stack([np.asarray(results[front_key(i, n)]).mean(-1) for n in self.objective_names], -1)
+                         for i in range(self.config.weights)], axis=1)
+
+
+def front_key(weight: int, objective: str) -> str:
+    """The evaluation entry of one weight's return in one objective."""
+    return f"w{weight:02d}/objective/{objective}"
