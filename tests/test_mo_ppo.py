@@ -82,10 +82,18 @@ def test_weights_spread_over_the_simplex_and_a_count_no_grid_has_is_refused():
         spread_weights(3, 16)
 
 
-def test_an_environment_without_a_reference_point_is_refused_naming_what_to_add():
+def test_the_reference_point_is_the_runs_or_the_environments_and_a_missing_one_is_refused():
     env = coplay.make("treasure")
     np.testing.assert_array_equal(fronts.reference_point(env), [0, -10])
+    np.testing.assert_array_equal(fronts.reference_point(env, (1, -20)), [1, -20])
+    with pytest.raises(ConfigError, match=r"must be 2 finite numbers \(one per objective: treasure, time\), got "
+                                          r"\[1.0\]"):
+        fronts.reference_point(env, (1.0,))
     env.reference_point = None
-    with pytest.raises(ConfigError, match="names no reference point.*give the environment a `reference_point` "
-                                          r"\(2 numbers"):
+    with pytest.raises(ConfigError, match=r"names no reference point.*give one, reference_point=\.\.\. \(2 "
+                                          "numbers"):
         fronts.reference_point(env)
+    assert list(plan(parse_overrides(["algo=mo_ppo", "env=treasure", "reference_point=0:-20"])).reference) == [0, -20]
+    with pytest.raises(ConfigError, match="reference_point=0:-20 is read only by the trainers of several objectives"):
+        plan(parse_overrides(["algo=ippo", "env=treasure", "scalarise=linear", "preference=1:0",
+                              "reference_point=0:-20"]))

@@ -125,3 +125,36 @@ def test_a_single_objective_algorithm_refuses_vector_rewards_and_names_the_scala
         check_env_support(_Gold().spec, "mappo", get_algo("mappo").capabilities)
     scalarised = Scalarise(_Gold(), weights=[0.5, 0.5]).spec
     check_env_support(scalarised, "mappo", get_algo("mappo").capabilities)   # accepted once scalarised
+
+
+def test_a_run_scalarises_from_the_command_line_and_reports_every_objective(tmp_path):
+    import csv
+
+    import coplay
+
+    run = coplay.train(["algo=ippo", "env=treasure", "scalarise=linear", "preference=0.75:0.25", "seeds=1",
+                        "algo.num_envs=4", "algo.rollout_len=10", "total_steps=40", "eval_episodes=2",
+                        f"out_dir={tmp_path}", "progress=false", "tensorboard=false"])
+    row = next(csv.DictReader((run.run_dir / "metrics.csv").open()))
+    # the evaluation's return is the utility 0.75 treasure + 0.25 time of each episode
+    assert float(row["eval/return"]) == pytest.approx(0.75 * float(row["eval/objective/treasure"])
+                                                      + 0.25 * float(row["eval/objective/time"]))
+    assert run.summary["final"]["objective/time"]["iqm"] < 0
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (["preference=0.5:0.5"], "preference and utopia are read only when scalarising: add scalarise=linear"),
+    (["scalarise=linear"], "scalarise=linear needs the weights of the objectives: preference=0.7:0.3"),
+    (["scalarise=linear", "preference=1:1:1"], "scalarise=linear preference=1:1:1: weights for 'treasure' must be 2 "
+                                               "finite numbers (one per objective: treasure, time)"),
+    (["scalarise=linear", "preference=gold"], "'gold' is not a list of numbers"),
+    (["scalarise=chebyshev", "preference=0.5:0.5"], "needs a utopia point"),
+    (["scalarise=pareto"], "valid choices: linear, chebyshev"),
+])
+def test_bad_scalarisations_from_the_command_line_are_refused_before_anything_compiles(overrides, words):
+    from coplay.experiment.config import parse_overrides
+    from coplay.experiment.runner import plan
+
+    with pytest.raises(ConfigError) as e:
+        plan(parse_overrides(["algo=ippo", "env=treasure", *overrides]))
+    assert words in str(e.value)

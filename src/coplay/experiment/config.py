@@ -50,6 +50,26 @@ def directory_path(value: str) -> str | None:
     return None
 
 
+def numbers(value: str) -> tuple[float, ...]:
+    """`"0.7:0.3"` (or `"0.7,0.3"`) -> (0.7, 0.3); ConfigError naming the value otherwise."""
+    parts = [p for p in str(value).replace(",", ":").split(":")]
+    try:
+        out = tuple(float(p) for p in parts)
+    except ValueError:
+        raise ConfigError(f"{value!r} is not a list of numbers; write one number per objective, separated by "
+                          "':' (e.g. 0.7:0.3)") from None
+    return out
+
+
+def number_list(value: str) -> str | None:
+    """What is wrong with `value` as numbers separated by ':' (None: nothing)."""
+    try:
+        numbers(value)
+    except ConfigError as e:
+        return str(e)
+    return None
+
+
 # Every seed of a run is held in memory at once (one vmapped program).
 MAX_SEEDS = 100_000
 
@@ -71,6 +91,16 @@ class RunConfig:
     resume: str | None = param(None, "run directory to continue from its last checkpoint", affects_results=False)
     progress: bool = param(True, "show a progress bar", affects_results=False)
     tensorboard: bool = param(True, "write TensorBoard event files", affects_results=False)
+    scalarise: str | None = param(None, "train on a utility of the environment's vector reward "
+                                        "(coplay.wrappers.Scalarise): linear or chebyshev",
+                                  choices=("linear", "chebyshev"))
+    preference: str | None = param(None, "the scalarisation's weights, one per objective, e.g. 0.7:0.3",
+                                   rule=number_list)
+    utopia: str | None = param(None, "chebyshev's utopia point, one number per objective, e.g. 10:0",
+                               rule=number_list)
+    reference_point: str | None = param(None, "several objectives: the point each front's hypervolume is taken "
+                                              "from, one number per objective (default: the environment's)",
+                                        rule=number_list)
 
 
 # Run fields that may differ between a run and its resumption without changing its results.

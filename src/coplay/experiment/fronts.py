@@ -3,7 +3,8 @@
 A multi-objective trainer (`Trainer.preferences` set) trains several policies per
 seed; every evaluation gives each seed a set of vector returns (`Trainer.front`).
 Each seed's set is scored against the environment's reference point, which
-every multi-objective environment names in code (`env.reference_point`):
+every multi-objective environment names in code (`env.reference_point`), or
+which the run gives (`reference_point=0:-10`, for an environment from elsewhere):
 
     hypervolume         the volume the set dominates above the reference point
     expected_utility    the mean, over weights spread evenly on the simplex, of the
@@ -31,20 +32,22 @@ from coplay.eval.multi_objective import expected_utility, hypervolume, pareto_fr
 UTILITY_WEIGHTS = 100
 
 
-def reference_point(env: Env) -> np.ndarray:
-    """`[K]`: the environment's reference point, weakly worse than every episode return;
-    refused, before anything compiles, where the environment names none."""
-    base = getattr(env, "unwrapped", env)
-    ref = getattr(base, "reference_point", None)
+def reference_point(env: Env, given: tuple[float, ...] | None = None) -> np.ndarray:
+    """`[K]`: the reference point a run gives (`reference_point=0:-10`), else the
+    environment's, weakly worse than every episode return; refused, before anything
+    compiles, where there is none or it has the wrong length."""
     k = env.spec.reward_dim
-    if ref is None:
-        raise ConfigError(f"environment {env.spec.name!r} names no reference point, and a run with several "
-                          "objectives scores each front's hypervolume against one: give the environment a "
-                          f"`reference_point` ({k} numbers, weakly worse than every episode return)")
-    ref = np.asarray(ref, np.float64)
+    if given is None:
+        given = getattr(getattr(env, "unwrapped", env), "reference_point", None)
+        if given is None:
+            raise ConfigError(f"environment {env.spec.name!r} names no reference point, and a run with several "
+                              "objectives scores each front's hypervolume against one: give one, "
+                              f"reference_point=... ({k} numbers separated by ':', weakly worse than every episode "
+                              "return in each objective)")
+    ref = np.asarray(given, np.float64)
     if ref.shape != (k,) or not np.all(np.isfinite(ref)):
-        raise ConfigError(f"environment {env.spec.name!r}'s reference_point must be {k} finite numbers, got "
-                          f"{ref.tolist()}")
+        raise ConfigError(f"the reference point of {env.spec.name!r} must be {k} finite numbers (one per objective: "
+                          f"{', '.join(env.spec.objective_names)}), got {ref.tolist()}")
     return ref
 
 
@@ -77,11 +80,10 @@ def quality(points: np.ndarray, ref: np.ndarray) -> dict[str, np.ndarray]:
             "expected_utility": np.array([[expected_utility(p, weights)] for p in points])}
 
 
-def summary(points: np.ndarray, env: Env, preferences: np.ndarray) -> dict[str, Any]:
+def summary(points: np.ndarray, env: Env, preferences: np.ndarray, ref: np.ndarray) -> dict[str, Any]:
     """The `front` entry of summary.json: objective names, reference point, the
     weights, each seed's front (its non-dominated points) and, where known, the true
     front and its hypervolume."""
-    ref = reference_point(env)
     out: dict[str, Any] = {
         "objectives": list(env.spec.objective_names), "reference_point": ref.tolist(),
         "weights": np.asarray(preferences).tolist(),

@@ -43,11 +43,12 @@ from coplay.core.errors import (
 )
 from coplay.core.registry import ENVS
 from coplay.experiment import checkpoint, fronts
-from coplay.experiment.config import Experiment, parse_overrides, result_dict, resume_differences
+from coplay.experiment.config import Experiment, numbers, parse_overrides, result_dict, resume_differences
 from coplay.experiment.health import HealthWatch
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
 from coplay.nets.init import init_stacked
 from coplay.scale.devices import describe, run_mesh, shard_state, state_placement
+from coplay.wrappers import Scalarise
 from coplay.wrappers.episode_stats import is_info_entry
 
 
@@ -72,6 +73,7 @@ class Plan:
     trainer: Trainer
     updates_per_chunk: int
     num_chunks: int
+    reference: np.ndarray | None = None   # several objectives: the point each front's hypervolume is taken from
 
     @property
     def steps_per_chunk(self) -> int:
@@ -81,8 +83,22 @@ class Plan:
 def plan(exp: Experiment) -> Plan:
     """Validate the config, build the environment and trainer; nothing is compiled."""
     exp.validate()
-    env = ENVS.make(exp.env, **exp.env_config)
     run = exp.run
+    if run.scalarise is None and (run.preference is not None or run.utopia is not None):
+        raise ConfigError("preference and utopia are read only when scalarising: add scalarise=linear or "
+                          "scalarise=chebyshev")
+    if run.scalarise is not None and not run.preference:
+        raise ConfigError(f"scalarise={run.scalarise} needs the weights of the objectives: preference=0.7:0.3 "
+                          "(one number per objective)")
+    env = ENVS.make(exp.env, **exp.env_config)
+    if run.scalarise is not None and run.preference:
+        try:
+            env = Scalarise(env, numbers(run.preference), method=run.scalarise,
+                            utopia=None if run.utopia is None else numbers(run.utopia))
+        except ConfigError as e:
+            env.close()
+            raise ConfigError(f"scalarise={run.scalarise} preference={run.preference}"
+                              + ("" if run.utopia is None else f" utopia={run.utopia}") + f": {e}") from None
     entry = get_algo(exp.algo)
     per_update = exp.algo_config.update_steps(env.spec)
     if run.total_steps < per_update:
@@ -93,12 +109,15 @@ def plan(exp: Experiment) -> Plan:
     num_chunks = max(1, math.ceil(run.total_steps / (updates_per_chunk * per_update)))
     try:
         trainer = entry.factory(exp.algo_config, env, num_updates=updates_per_chunk * num_chunks)
-        if trainer.preferences is not None:
-            fronts.reference_point(env)   # a front is scored against it: refused now if the env names none
+        if trainer.preferences is None and run.reference_point is not None:
+            raise ConfigError(f"reference_point={run.reference_point} is read only by the trainers of several "
+                              "objectives, which score fronts (mo_ppo)")
+        reference = None if trainer.preferences is None else fronts.reference_point(
+            env, None if run.reference_point is None else numbers(run.reference_point))   # refused now if none
     except BaseException:
         env.close()
         raise
-    return Plan(exp, env, trainer, updates_per_chunk, num_chunks)
+    return Plan(exp, env, trainer, updates_per_chunk, num_chunks, reference)
 
 
 def seed_keys(exp: Experiment) -> jax.Array:
@@ -384,7 +403,8 @@ def _train(p: Plan, run_dir: Path, resumed: bool, stop_after_chunks: int | None)
                     results = jax.device_get(eval_fn(p.trainer.policy_params(state), eval_keys(exp, chunk)))
                     front = p.trainer.front(results)                     # several objectives: [S, P, K]
                     if front is not None:
-                        results.update(fronts.quality(front, fronts.reference_point(p.env)))
+                        assert p.reference is not None, "plan() sets it for a trainer with preferences"
+                        results.update(fronts.quality(front, p.reference))
                     evals.append((env_steps, {k: v for k, v in results.items() if k != "finished"}))
                     per_seed.update({f"eval/{k}": v.mean(-1) for k, v in results.items() if k != "finished"})
                     write_marl_eval(run_dir, exp.env, _task_name(exp), exp.algo, evals)
@@ -417,7 +437,8 @@ def _train(p: Plan, run_dir: Path, resumed: bool, stop_after_chunks: int | None)
     if p.trainer.preferences is not None:
         points = p.trainer.front(final)
         assert points is not None, "a trainer with preferences returns its front"
-        extra["front"] = fronts.summary(points, p.env, p.trainer.preferences)
+        assert p.reference is not None, "plan() sets it for a trainer with preferences"
+        extra["front"] = fronts.summary(points, p.env, p.trainer.preferences, p.reference)
         truth = extra["front"].get("true_front")
         fronts.plot_front(run_dir / "front.png", points, p.env.spec.objective_names,
                           None if truth is None else np.asarray(truth), f"{exp.algo} on {exp.env}: final fronts")
