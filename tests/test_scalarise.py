@@ -127,19 +127,17 @@ def test_a_single_objective_algorithm_refuses_vector_rewards_and_names_the_scala
     check_env_support(scalarised, "mappo", get_algo("mappo").capabilities)   # accepted once scalarised
 
 
-def test_a_run_scalarises_from_the_command_line_and_reports_every_objective(tmp_path):
-    import csv
+def test_a_run_scalarises_from_the_command_line_for_any_algorithm():
+    from coplay.experiment.config import parse_overrides
+    from coplay.experiment.runner import plan
 
-    import coplay
-
-    run = coplay.train(["algo=ippo", "env=treasure", "scalarise=linear", "preference=0.75:0.25", "seeds=1",
-                        "algo.num_envs=4", "algo.rollout_len=10", "total_steps=40", "eval_episodes=2",
-                        f"out_dir={tmp_path}", "progress=false", "tensorboard=false"])
-    row = next(csv.DictReader((run.run_dir / "metrics.csv").open()))
-    # the evaluation's return is the utility 0.75 treasure + 0.25 time of each episode
-    assert float(row["eval/return"]) == pytest.approx(0.75 * float(row["eval/objective/treasure"])
-                                                      + 0.25 * float(row["eval/objective/time"]))
-    assert run.summary["final"]["objective/time"]["iqm"] < 0
+    p = plan(parse_overrides(["algo=ippo", "env=treasure", "scalarise=chebyshev", "preference=0.75:0.25",
+                              "utopia=15:-2"]))
+    assert isinstance(p.env, Scalarise) and p.env.method == "chebyshev" and p.trainer.spec.reward_dim == 1
+    np.testing.assert_allclose(p.env.weights, [[0.75, 0.25], [0.75, 0.25]])
+    np.testing.assert_allclose(p.env.utopia, [15, -2])
+    _, ts = p.env.reset(jax.random.PRNGKey(0))      # the objectives stay in info, one entry each
+    assert ts.reward.shape == (2,) and {"objective/treasure", "objective/time"} <= set(ts.info)
 
 
 @pytest.mark.parametrize("overrides, words", [
