@@ -301,6 +301,24 @@ class _TwoObjectives(ParallelEnv):
         return obs, rew, end, dict.fromkeys(end, False), {a: {} for a in end}
 
 
+class _BeachLike(_TwoObjectives):
+    """As MOMAland's beach: `state()` holds a row per live agent, so it is empty once
+    the episode is over."""
+
+    def state(self):
+        return np.concatenate([np.full(2, self.t, np.float32) for _ in self.agents] or [np.zeros(0, np.float32)])
+
+
+def test_a_global_state_that_empties_when_the_episode_ends_is_read_as_zeros_there():
+    env = from_pettingzoo(_BeachLike)
+    state, ts = env.reset(jax.random.PRNGKey(0))
+    assert ts.global_state.shape == (4,)
+    for _ in range(3):
+        state, ts = env.step(state, jnp.array([1, 0]), jax.random.PRNGKey(1))
+    assert bool(ts.done)
+    np.testing.assert_array_equal(ts.global_state, np.zeros(4))
+
+
 def test_momaland_style_vector_rewards_come_through_as_reward_n_by_k():
     env = EpisodeStats(from_pettingzoo(_TwoObjectives))
     assert env.spec.reward_dim == 2 and env.spec.reward_shape == (2, 2)

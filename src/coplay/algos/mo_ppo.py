@@ -135,14 +135,15 @@ class MOPPO(Trainer[Config]):
         return self.lane.policy_params(state.lanes)                     # [W, ...]
 
     def evaluator(self, episodes: int) -> Evaluator:
-        """Every weight's policy plays `episodes` episodes (from the same key): its
+        """Every weight's policy plays `episodes` episodes: its
         return in each objective (`w<i>/objective/<name>`), and `return`, each
         policy's utility under its own weight averaged over the weights."""
         play = make_evaluator(self.lane.policy(), episodes)
         w = jnp.asarray(self.preferences, jnp.float32)
 
         def evaluate(params: Any, key: jax.Array) -> dict[str, jax.Array]:
-            out = jax.vmap(play, in_axes=(0, None))(params, key)         # each [W, episodes]
+            # a key per weight: a host-stepped environment's episodes cannot be shared by the weights
+            out = jax.vmap(play)(params, jax.random.split(key, w.shape[0]))   # each [W, episodes]
             vectors = jnp.stack([out.pop(f"objective/{n}") for n in self.objective_names], -1)   # [W, episodes, K]
             results = {front_key(i, n): vectors[i, :, k] for i in range(w.shape[0])
                        for k, n in enumerate(self.objective_names)}
