@@ -302,16 +302,20 @@ class _TwoObjectives(ParallelEnv):
 
 
 class _BeachLike(_TwoObjectives):
-    """As MOMAland's beach: `state()` holds a row per live agent, so it is empty once
-    the episode is over."""
+    """As MOMAland's beach: it seeds NumPy's legacy generator (32-bit seeds only), and
+    `state()` holds a row per live agent, so it is empty once the episode is over."""
+
+    def reset(self, seed=None, options=None):
+        np.random.seed(seed)
+        return super().reset(seed, options)
 
     def state(self):
         return np.concatenate([np.full(2, self.t, np.float32) for _ in self.agents] or [np.zeros(0, np.float32)])
 
 
-def test_a_global_state_that_empties_when_the_episode_ends_is_read_as_zeros_there():
+def test_a_32_bit_seeded_environment_whose_state_empties_at_the_end_runs_through_the_bridge():
     env = from_pettingzoo(_BeachLike)
-    state, ts = env.reset(jax.random.PRNGKey(0))
+    state, ts = env.reset(jax.random.split(jax.random.PRNGKey(0))[0])   # a seed of more than 32 bits
     assert ts.global_state.shape == (4,)
     for _ in range(3):
         state, ts = env.step(state, jnp.array([1, 0]), jax.random.PRNGKey(1))

@@ -86,7 +86,7 @@ class _ParallelCopy(HostCopy):
                         global_state=gs)
 
     def reset(self, seed: int) -> HostStep:
-        obs, infos = self.env.reset(seed=seed)
+        obs, infos = _reset(self.env, seed)
         self.t = 0
         return self._host_step(obs, infos, {}, False, False)
 
@@ -141,7 +141,7 @@ class _AECCopy(HostCopy):
                         global_state=self.state_fn(env, o))
 
     def reset(self, seed: int) -> HostStep:
-        self.env.reset(seed=seed)
+        _reset(self.env, seed)
         self.t = 0
         reward = np.zeros(self.layout.reward_shape, np.float32)
         self._retire_done(reward, {})
@@ -164,6 +164,18 @@ class _AECCopy(HostCopy):
 
     def close(self) -> None:
         self.env.close()
+
+
+def _reset(env: Any, seed: int) -> Any:
+    """`env.reset(seed=seed)`; an environment that seeds NumPy's legacy generator
+    (`np.random.seed`, as MOMAland's do), which takes 32 bits only, gets the seed's
+    low 32 bits."""
+    try:
+        return env.reset(seed=seed)
+    except ValueError as e:
+        if "2**32" not in str(e):
+            raise
+        return env.reset(seed=seed & 0xFFFFFFFF)
 
 
 def _state_fn(probe: Any) -> Callable[[Any, np.ndarray], np.ndarray]:
