@@ -129,3 +129,19 @@ class Wrapper(Env):
     def step(self, state: State, actions: jax.Array, key: jax.Array) -> tuple[State, TimeStep]:
         # The innermost environment checks the actions; wrappers need not repeat it.
         return self._step(state, actions, key)
+
+
+class TimeStepWrapper(Wrapper):
+    """A wrapper that changes only what each time step shows, `_view(state, ts)`; the
+    inner environment's state passes through unchanged."""
+
+    def _view(self, state: State, ts: TimeStep) -> TimeStep:
+        raise NotImplementedError
+
+    def _reset(self, key: jax.Array) -> tuple[State, TimeStep]:
+        state, ts = self.env.reset(key)
+        return state, self._view(state, ts)
+
+    def _step(self, state: State, actions: jax.Array, key: jax.Array) -> tuple[State, TimeStep]:
+        state, ts = self.env.step(state, actions, key)
+        return state, self._view(state, ts)

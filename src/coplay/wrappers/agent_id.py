@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 
-import jax
 import jax.numpy as jnp
 
-from coplay.core.env import State, Wrapper
+from coplay.core.env import State, TimeStepWrapper
 from coplay.core.errors import ConfigError
 from coplay.core.spaces import Box
 from coplay.core.types import TimeStep
 
 
-class AgentID(Wrapper):
+class AgentID(TimeStepWrapper):
     def __init__(self, env):
         super().__init__(env)
         space = env.spec.obs_space
@@ -28,14 +27,6 @@ class AgentID(Wrapper):
         )
         self._eye = jnp.eye(n, dtype=jnp.float32)
 
-    def _add(self, ts: TimeStep) -> TimeStep:
+    def _view(self, state: State, ts: TimeStep) -> TimeStep:
         return ts.replace(  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
             obs=jnp.concatenate([ts.obs, self._eye.astype(ts.obs.dtype)], axis=-1))
-
-    def _reset(self, key: jax.Array) -> tuple[State, TimeStep]:
-        state, ts = self.env.reset(key)
-        return state, self._add(ts)
-
-    def _step(self, state: State, actions: jax.Array, key: jax.Array) -> tuple[State, TimeStep]:
-        state, ts = self.env.step(state, actions, key)
-        return state, self._add(ts)

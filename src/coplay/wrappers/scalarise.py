@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from coplay.core.env import Env, Wrapper
+from coplay.core.env import Env, TimeStepWrapper, Wrapper
 from coplay.core.errors import ConfigError, unknown_name
 from coplay.core.types import EnvSpec, TimeStep
 
@@ -111,7 +111,7 @@ def objective_info(spec: EnvSpec, reward: jax.Array) -> dict[str, jax.Array]:
     return {f"objective/{name}": reward[:, k].astype(jnp.float32) for k, name in enumerate(spec.objective_names)}
 
 
-class Objectives(Wrapper):
+class Objectives(TimeStepWrapper):
     """Each objective of a vector reward also in `info["objective/<name>"]` (`[N]`); the
     reward stays the vector `[N, K]`."""
 
@@ -121,13 +121,5 @@ class Objectives(Wrapper):
             raise ConfigError(f"Objectives needs vector rewards (reward_dim >= 2); {env.spec.name!r} has a scalar "
                               "reward")
 
-    def _with_objectives(self, ts: TimeStep) -> TimeStep:
+    def _view(self, state: Any, ts: TimeStep) -> TimeStep:
         return ts.replace(info={**ts.info, **objective_info(self.spec, ts.reward)})  # type: ignore[attr-defined]
-
-    def _reset(self, key: jax.Array) -> tuple[Any, TimeStep]:
-        state, ts = self.env.reset(key)
-        return state, self._with_objectives(ts)
-
-    def _step(self, state: Any, actions: jax.Array, key: jax.Array) -> tuple[Any, TimeStep]:
-        state, ts = self.env.step(state, actions, key)
-        return state, self._with_objectives(ts)

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.core.env import Env, State, Wrapper
+from coplay.core.env import Env, State, TimeStepWrapper
 from coplay.core.errors import ConfigError
 from coplay.core.types import TimeStep
 from coplay.envs.text.vocab import END, VOCAB, Vocabulary
@@ -64,7 +64,7 @@ class TextEnv(Env):
         return jnp.ones((self.spec.num_agents, len(self.move_texts)), bool)
 
 
-class MovesAsMask(Wrapper):
+class MovesAsMask(TimeStepWrapper):
     """A text environment whose timesteps carry `move_mask(state)` as `action_mask`
     (`[N, A]`, one flag per row of `move_tokens()`), for the evaluation loops of a
     policy that writes only legal utterances: those loops hand the policy the mask.
@@ -76,13 +76,5 @@ class MovesAsMask(Wrapper):
     def __init__(self, env: TextEnv):
         super().__init__(env)
 
-    def _mask(self, state: State, ts: TimeStep) -> TimeStep:
+    def _view(self, state: State, ts: TimeStep) -> TimeStep:
         return ts.replace(action_mask=self.env.move_mask(state))  # type: ignore[attr-defined]  # flax struct.dataclass
-
-    def _reset(self, key: jax.Array) -> tuple[State, TimeStep]:
-        state, ts = self.env.reset(key)
-        return state, self._mask(state, ts)
-
-    def _step(self, state: State, actions: jax.Array, key: jax.Array) -> tuple[State, TimeStep]:
-        state, ts = self.env.step(state, actions, key)
-        return state, self._mask(state, ts)
