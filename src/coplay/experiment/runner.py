@@ -105,7 +105,8 @@ def plan(exp: Experiment) -> Plan:
         env.close()
         raise ConfigError(f"total_steps={run.total_steps} is smaller than one update "
                           f"({per_update} environment steps per seed); raise total_steps")
-    updates_per_chunk = max(1, run.chunk_steps // per_update)
+    # A chunk is never longer than the run: total_steps=512 trains 512 steps, not one default chunk of 50,000.
+    updates_per_chunk = max(1, min(run.chunk_steps, run.total_steps) // per_update)
     num_chunks = max(1, math.ceil(run.total_steps / (updates_per_chunk * per_update)))
     try:
         trainer = entry.factory(exp.algo_config, env, num_updates=updates_per_chunk * num_chunks)
