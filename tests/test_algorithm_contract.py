@@ -17,7 +17,8 @@ from coplay.experiment.runner import plan
 
 # A small environment every algorithm can train on, per algorithm.
 ENV_FOR = {"mappo": "spread", "ippo": "spread", "iql": "spread", "vdn": "spread", "qmix": "spread",
-           "selfplay_ppo": "tic_tac_toe", "grpo": "text:kuhn_poker", "mo_ppo": "treasure"}
+           "selfplay_ppo": "tic_tac_toe", "grpo": "text:kuhn_poker", "mo_ppo": "treasure",
+           "pc_mappo": "treasure"}
 
 
 def test_every_algorithm_is_a_registered_trainer_with_a_documented_config():
@@ -74,7 +75,7 @@ def test_per_env_fields_are_exactly_the_ones_with_an_environment_axis(name):
       "Algorithms that can: ippo, iql, mappo, qmix, vdn"]),
     (["algo=mappo", "env=treasure"],
      ["'mappo' cannot train on environment 'treasure'", "it has 2 objectives and it needs a scalar reward",
-      "coplay.wrappers.Scalarise", "Algorithms that can: mo_ppo"]),
+      "coplay.wrappers.Scalarise", "Algorithms that can: mo_ppo, pc_mappo"]),
     (["algo=mappo", "env=tic_tac_toe"],
      ["'mappo' cannot train on environment 'tic_tac_toe'", "turn-based", "Algorithms that can: selfplay_ppo"]),
     (["algo=selfplay_ppo", "env=pgx:2048"],

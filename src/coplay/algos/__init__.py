@@ -7,7 +7,21 @@ num_updates)`. The game solvers that are not trainers (`coplay solve`) are in
 
 from __future__ import annotations
 
-from coplay.algos import cfr, fictitious_play, grpo, ippo, iql, mappo, mo_ppo, psro, psro_ppo, qmix, selfplay_ppo, vdn
+from coplay.algos import (
+    cfr,
+    fictitious_play,
+    grpo,
+    ippo,
+    iql,
+    mappo,
+    mo_ppo,
+    pc_mappo,
+    psro,
+    psro_ppo,
+    qmix,
+    selfplay_ppo,
+    vdn,
+)
 from coplay.algos.base import RolloutConfig, Trainer
 from coplay.algos.solvers import SOLVERS
 from coplay.core.errors import UnknownNameError
@@ -25,6 +39,8 @@ _register(mappo.MAPPO, "on-policy", "multi-agent PPO with a centralised critic o
 _register(ippo.IPPO, "on-policy", "independent PPO: each agent's critic sees its own observation")
 _register(mo_ppo.MOPPO, "multi-objective", "a weight sweep of MAPPO on linear utilities of vector rewards: W "
                                            "preference weights vmapped beside the seeds, a Pareto front per run")
+_register(pc_mappo.PCMAPPO, "multi-objective", "preference-conditioned MAPPO: one policy takes the weight as input, "
+                                               "a critic with a head per objective, a weight drawn per episode")
 _register(iql.IQL, "off-policy", "independent Q-learning: each agent learns its own Q from its own reward")
 _register(vdn.VDN, "off-policy", "value decomposition: the team's Q is the sum of the agents' Q")
 _register(qmix.QMIX, "off-policy", "monotonic mixing of the agents' Q by hypernetworks on the global state")

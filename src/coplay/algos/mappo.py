@@ -80,9 +80,7 @@ class MAPPO(Trainer[Config]):
         unit = "num_envs" if c.recurrent else "num_envs * rollout_len"
         if batch % c.minibatches:
             raise ConfigError(f"algo.minibatches={c.minibatches} must divide {unit} = {batch}")
-        if c.share_params and c.agent_id:
-            env = AgentID(env)
-        self.env = AutoReset(EpisodeStats(env))
+        self.env = self.wrap(env)
         self.num_agents = spec.num_agents
         self.dist = (distributions.Categorical() if spec.discrete_actions
                      else distributions.DiagGaussian(int(np.prod(spec.action_space.shape))))
@@ -95,6 +93,13 @@ class MAPPO(Trainer[Config]):
         self.optimizer = optax.multi_transform(
             {"actor": ppo.adam(c, num_updates), "critic": ppo.adam(c, num_updates)},
             {"actor": "actor", "critic": "critic"})
+
+    def wrap(self, env: Env) -> Env:
+        """The environment as the trainer steps it: agent ids (when one network serves every
+        agent), episode statistics, and auto-reset."""
+        if self.config.share_params and self.config.agent_id:
+            env = AgentID(env)
+        return AutoReset(EpisodeStats(env))
 
     # ----- inputs -------------------------------------------------------------------------
     def critic_input(self, ts: TimeStep) -> jax.Array:
@@ -199,8 +204,7 @@ class MAPPO(Trainer[Config]):
                                                c.rollout_len)
         _, last_value = apply_agents(self.critic, state.params["critic"], carry[1], self.critic_input(ts),
                                      ts.done, c.share_params)
-        adv, target = gae(scalar_reward(traj.reward), traj.extras["value"], traj.done[..., None], last_value,
-                          c.gamma, c.gae_lambda)
+        adv, target = self.advantages(traj, scalar_reward(traj.reward), last_value)
         batch = self._batch(traj, adv, target)
         split: ppo.SplitFn
         if c.recurrent:  # minibatches of whole environment sequences, each with its starting carries
@@ -214,6 +218,11 @@ class MAPPO(Trainer[Config]):
         new_state = TrainState(params=params, opt_state=opt_state, env_state=env_state, ts=ts, carry=carry,
                                key=key, updates=state.updates + 1)
         return new_state, metrics
+
+    def advantages(self, traj: Transition, reward: jax.Array, last_value: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """GAE advantages and value targets `[T, E, N]` of the rollout's `reward`."""
+        return gae(reward, traj.extras["value"], traj.done[..., None], last_value, self.config.gamma,
+                   self.config.gae_lambda)
 
     def _split_sequences(self, key: jax.Array, batch: dict) -> dict:
         """Recurrent minibatches: sequences [T, E, ...] split along E, with their carries [E, ...]."""

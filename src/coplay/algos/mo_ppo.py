@@ -71,8 +71,10 @@ class TrainState:
     weights: jax.Array        # [W, K] the preference each lane trains for
 
 
-class _Lane(mappo.MAPPO):
-    """One weight's MAPPO, on the vector reward: `learn` is given the weight's utility."""
+class Lane(mappo.MAPPO):
+    """MAPPO on a vector reward, with MAPPO's or IPPO's critic (`algo.critic`): the weight
+    sweep's policy for one weight (`learn` is given the weight's utility), and the base of
+    the preference-conditioned MAPPO (`coplay.algos.pc_mappo`)."""
 
     name = "mo_ppo"
     config_class = Config
@@ -81,6 +83,9 @@ class _Lane(mappo.MAPPO):
     def __init__(self, config: Config, env: Env, num_updates: int):
         super().__init__(config, env, num_updates)
         self.local_critic = config.critic == "local"
+        if config.show_weight >= config.weights:
+            raise ConfigError(f"algo.show_weight={config.show_weight} is out of range; it must be an index into "
+                              f"the {config.weights} weights, 0 to {config.weights - 1}")
 
     def critic_input(self, ts: TimeStep) -> jax.Array:
         if self.local_critic:   # IPPO's: each agent's own (flattened) observation
@@ -93,17 +98,14 @@ class MOPPO(Trainer[Config]):
 
     name = "mo_ppo"
     config_class = Config
-    capabilities = _Lane.capabilities
+    capabilities = Lane.capabilities
     return_convention = UTILITY_RETURN
 
     def __init__(self, config: Config, env: Env, num_updates: int):
         super().__init__(config, env, num_updates)          # refuses a scalar reward, naming who takes it
-        self.lane = _Lane(config, Objectives(env), num_updates)
+        self.lane = Lane(config, Objectives(env), num_updates)
         self.env = self.lane.env
         self.preferences = spread_weights(env.spec.reward_dim, config.weights)     # [W, K]
-        if config.show_weight >= config.weights:
-            raise ConfigError(f"algo.show_weight={config.show_weight} is out of range; it must be an index into "
-                              f"the {config.weights} weights, 0 to {config.weights - 1}")
         self.objective_names = env.spec.objective_names
 
     def health(self) -> Health:
@@ -144,22 +146,35 @@ class MOPPO(Trainer[Config]):
         def evaluate(params: Any, key: jax.Array) -> dict[str, jax.Array]:
             # a key per weight: a host-stepped environment's episodes cannot be shared by the weights
             out = jax.vmap(play)(params, jax.random.split(key, w.shape[0]))   # each [W, episodes]
-            vectors = jnp.stack([out.pop(f"objective/{n}") for n in self.objective_names], -1)   # [W, episodes, K]
-            results = {front_key(i, n): vectors[i, :, k] for i in range(w.shape[0])
-                       for k, n in enumerate(self.objective_names)}
-            out.pop("return")
-            results["return"] = jnp.einsum("wek,wk->we", vectors, w).mean(0)
-            results.update({k: v.mean(0) if k != "finished" else v.min(0) for k, v in out.items()})
-            return results
+            return per_weight_results(out, w, self.objective_names)
 
         return evaluate
 
     def front(self, results: Mapping[str, np.ndarray]) -> np.ndarray:
         """`[S, W, K]`: each seed's mean vector return of every weight's policy."""
-        return np.stack([np.stack([np.asarray(results[front_key(i, n)]).mean(-1) for n in self.objective_names], -1)
-                         for i in range(self.config.weights)], axis=1)
+        return read_front(results, self.config.weights, self.objective_names)
 
 
 def front_key(weight: int, objective: str) -> str:
     """The evaluation entry of one weight's return in one objective."""
     return f"w{weight:02d}/objective/{objective}"
+
+
+def per_weight_results(out: dict[str, jax.Array], weights: jax.Array, names: tuple[str, ...]) -> dict[str, jax.Array]:
+    """An evaluation's entries from the episodes played for each weight (`out`, each
+    `[W, episodes]`): each weight's return in each objective (`front_key`), `return`
+    (each weight's utility under that weight, averaged over the weights), and the
+    other entries averaged over the weights (`finished`: the least)."""
+    out = dict(out)
+    vectors = jnp.stack([out.pop(f"objective/{n}") for n in names], -1)   # [W, episodes, K]
+    results = {front_key(i, n): vectors[i, :, k] for i in range(weights.shape[0]) for k, n in enumerate(names)}
+    out.pop("return")
+    results["return"] = jnp.einsum("wek,wk->we", vectors, weights).mean(0)
+    results.update({k: v.mean(0) if k != "finished" else v.min(0) for k, v in out.items()})
+    return results
+
+
+def read_front(results: Mapping[str, np.ndarray], weights: int, names: tuple[str, ...]) -> np.ndarray:
+    """`[S, W, K]`: each seed's mean vector return for every weight, from `per_weight_results`."""
+    return np.stack([np.stack([np.asarray(results[front_key(i, n)]).mean(-1) for n in names], -1)
+                     for i in range(weights)], axis=1)

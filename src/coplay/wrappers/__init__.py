@@ -3,6 +3,8 @@
 from coplay.wrappers.agent_id import AgentID
 from coplay.wrappers.autoreset import AutoReset
 from coplay.wrappers.episode_stats import EpisodeStats, StatsState
+from coplay.wrappers.preference import Preference, PreferenceState
 from coplay.wrappers.scalarise import Objectives, Scalarise, ScalariseState
 
-__all__ = ["AgentID", "AutoReset", "EpisodeStats", "Objectives", "Scalarise", "ScalariseState", "StatsState"]
+__all__ = ["AgentID", "AutoReset", "EpisodeStats", "Objectives", "Preference", "PreferenceState",
+           "Scalarise", "ScalariseState", "StatsState"]

@@ -1,0 +1,127 @@
+"""Preference-conditioned MAPPO: one policy for the whole Pareto front.
+
+Where the weight sweep (`coplay.algos.mo_ppo`) trains one policy per preference
+weight, this trains one network that takes the weight as input, in the spirit of
+conditioned networks for multi-objective RL (Abels et al., 2019; Basaklar et
+al., 2023, PD-MORL) carried to MAPPO:
+
+- each episode draws its weight w from a Dirichlet distribution over the simplex
+  (`algo.concentration`; 1 is uniform), shown to every agent's actor and to the
+  critic (`coplay.wrappers.Preference` appends it to observations and the global
+  state);
+- the critic is vector-valued, one head per objective, V(s, w) in R^K, trained on
+  each objective's return: it learns how much of each objective the policy for
+  w collects, which generalises across weights better than one scalar utility;
+- GAE runs per objective, and the policy's advantage is the weight's utility of
+  the vector advantage, A_t = w . A_t^vec, which for a linear utility is the
+  advantage of w . r.
+
+Evaluation plays the one policy at `algo.weights` weights spread evenly over the
+simplex (the same weights the sweep trains, so fronts compare point for point)
+and reports each one's vector return (`w<i>/objective/<name>`), the front the
+experiment layer scores. `total_steps` counts every environment step (there is
+one policy): at the same `total_steps`, the sweep of W weights has stepped W
+times as many environments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coplay.algos import mo_ppo
+from coplay.algos.base import Capabilities, Evaluator, Policy, check_env_support
+from coplay.algos.common import ppo
+from coplay.algos.common.advantages import gae
+from coplay.algos.common.evaluation import make_evaluator
+from coplay.algos.common.preferences import spread_weights
+from coplay.algos.common.rollout import Transition
+from coplay.core.config import param
+from coplay.core.env import Env
+from coplay.nets.agent import AgentNet
+from coplay.wrappers import Objectives, Preference
+
+CONDITIONED_RETURN = ("episode utility w . R under the weight the episode was played for, averaged over agents "
+                      "(and, in evaluations, over the evaluation weights; undiscounted)")
+
+
+@dataclass(frozen=True)
+class Config(mo_ppo.Config):
+    weights: int = param(16, "preference weights each evaluation plays the policy at, spread evenly over the "
+                             "simplex of the objectives (3 objectives: 3, 6, 10, 15, 21, ...)", min=2)
+    concentration: float = param(1.0, "Dirichlet concentration of the weight drawn for each episode: 1 is uniform "
+                                      "over the simplex, below 1 favours its corners", min=0.0, min_exclusive=True)
+
+
+class PCMAPPO(mo_ppo.Lane):
+    """One preference-conditioned MAPPO policy with a vector critic, for one seed."""
+
+    name = "pc_mappo"
+    config_class = Config
+    capabilities = Capabilities(continuous_actions=True, recurrent=True, vector_reward=True, needs_vector_reward=True)
+    return_convention = CONDITIONED_RETURN
+    config: Config
+
+    def __init__(self, config: Config, env: Env, num_updates: int):
+        check_env_support(env.spec, self.name, self.capabilities)   # before any wrapper can refuse it less clearly
+        self.objectives = Objectives(env)
+        super().__init__(config, Preference(self.objectives, concentration=config.concentration), num_updates)
+        c, k = config, env.spec.reward_dim
+        self.num_objectives = k
+        self.critic = AgentNet(k, c.hidden_size, c.num_layers, c.activation, c.recurrent, head_scale=1.0)
+        self.preferences: np.ndarray = spread_weights(k, config.weights)     # [W, K] the evaluation's weights
+        self.objective_names = env.spec.objective_names
+
+    # ----- learning: a vector critic, and the utility of the vector advantage --------------------
+    def advantages(self, traj: Transition, reward: jax.Array, last_value: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """Per objective GAE `[T, E, N, K]`; the policy's advantage is `w . A` `[T, E, N]`,
+        the value targets stay vectors."""
+        c = self.config
+        adv, target = gae(reward, traj.extras["value"], traj.done[..., None, None], last_value, c.gamma,
+                          c.gae_lambda)
+        w = Preference.weight(traj.ts, self.num_objectives)       # [T, E, K] the weight each step was taken for
+        return jnp.einsum("tenk,tek->ten", adv, w), target
+
+    def _loss(self, params, mb: dict):
+        logits, values = self._forward(params, mb)
+        logits = self.dist.prepare(logits, mb["action_mask"])
+        per_head = jnp.broadcast_to(mb["active"][..., None], values.shape)   # every head's error, averaged
+        return ppo.objective(self.dist, logits, values, mb, self.config, mb["active"], per_head)
+
+    def update(self, state):
+        state, metrics = super().update(state)
+        metrics.pop("return_sum", None)
+        metrics["return"] = metrics["utility"]   # not the mean of the objectives that MAPPO's return would be
+        return state, metrics
+
+    # ----- acting and evaluation ---------------------------------------------------------------
+    def at_weight(self, weight: Any) -> Policy:
+        """The policy acting for one preference (`[K]`; may be traced)."""
+        return dataclasses.replace(super().policy(), env=self.wrap(Preference(self.objectives, weights=weight)))
+
+    def policy(self) -> Policy:
+        """The policy at evaluation weight `algo.show_weight` (what `coplay eval` and `record` play)."""
+        return self.at_weight(self.preferences[self.config.show_weight])
+
+    def evaluator(self, episodes: int) -> Evaluator:
+        """The policy plays `episodes` episodes at each evaluation weight: its return in
+        each objective (`w<i>/objective/<name>`), and `return`, its utility under each
+        weight averaged over the weights."""
+        w = jnp.asarray(self.preferences, jnp.float32)
+
+        def evaluate(params: Any, key: jax.Array) -> dict[str, jax.Array]:
+            play = lambda weight, k: make_evaluator(self.at_weight(weight), episodes)(params, k)  # noqa: E731
+            out = jax.vmap(play)(w, jax.random.split(key, w.shape[0]))       # each [W, episodes]
+            return mo_ppo.per_weight_results(out, w, self.objective_names)
+
+        return evaluate
+
+    def front(self, results: Mapping[str, np.ndarray]) -> np.ndarray:
+        """`[S, W, K]`: each seed's mean vector return of the policy at every evaluation weight."""
+        return mo_ppo.read_front(results, self.config.weights, self.objective_names)
