@@ -4,6 +4,7 @@ task, alone and beside MOMAland's MOMAPPO on the same task.
     python benchmarks/mo_front.py                            # both parts
     python benchmarks/mo_front.py --only coplay              # coplay alone (no MOMAland needed)
     python benchmarks/mo_front.py --only momappo --momappo-seeds 1
+    python benchmarks/mo_front.py --only conditioned         # one conditioned policy beside the sweep
 
 The task is `treasure` (two submarines, objectives treasure and time, crew
 alone, convex values), whose true front the environment computes: (2, -2),
@@ -24,6 +25,10 @@ alone, convex values), whose true front the environment computes: (2, -2),
    MOMAland needs `pip install momaland mo-gymnasium pycddlib==2.1.6 cvxpy
    torch==2.13.0 distrax chex supersuit` and `morl-baselines --no-deps` (its
    MOMAPPO imports them); without them this part is skipped, saying so.
+3. `conditioned`: `algo=pc_mappo`, one preference-conditioned policy per seed
+   (4 seeds), played greedily at the same 16 weights, beside the sweep, both
+   evaluated every 8,192 environment steps counted over all policies (the sweep's
+   16 policies then take 512 steps each): hypervolume per environment step.
 
 Results go to benchmarks/results/mo_front.json and BENCHMARKS.md."""
 
@@ -52,15 +57,20 @@ WEIGHTS, SEEDS = 16, 4
 CHUNK = 5_120             # environment steps per weight between evaluations (10 updates)
 TARGET = 0.99
 # 8 environments x 16 steps: 128 steps per update, MOMAPPO's batch
+CONDITIONED = ["algo=pc_mappo", "env=treasure", f"algo.weights={WEIGHTS}", f"seeds={SEEDS}", "algo.num_envs=32",
+               "algo.rollout_len=16", "algo.ent_coef=0.05", "algo.greedy_eval=true", "eval_episodes=4",
+               "progress=false", "tensorboard=false"]
+SHARED_CHUNK = 8_192      # environment steps over all of a seed's policies between evaluations
 SWEEP = ["algo=mo_ppo", "env=treasure", f"algo.weights={WEIGHTS}", f"seeds={SEEDS}", "algo.num_envs=8",
          "algo.rollout_len=16", "algo.ent_coef=0.05", "algo.greedy_eval=true", "eval_episodes=4",
          "progress=false", "tensorboard=false"]
 
 
-def coplay_sweep(steps_per_weight: int, chunk: int, out: Path) -> dict:
-    """coplay's 16 x 4 run: per evaluation, steps per weight, wall s and each seed's hypervolume."""
+def coplay_sweep(steps_per_weight: int, chunk: int, out: Path, args: list[str] = SWEEP) -> dict:
+    """A run of 4 seeds (by default the 16-weight sweep): per evaluation, steps per
+    seed (per weight, for the sweep), wall s and each seed's hypervolume."""
     t = time.perf_counter()
-    result = coplay.train(SWEEP + [f"total_steps={steps_per_weight}", f"chunk_steps={chunk}", f"out_dir={out}"])
+    result = coplay.train(args + [f"total_steps={steps_per_weight}", f"chunk_steps={chunk}", f"out_dir={out}"])
     wall = time.perf_counter() - t
     rows = list(csv.DictReader((result.run_dir / "metrics.csv").open()))
     evals: dict[int, dict] = {}
@@ -152,19 +162,25 @@ def _table(sweep: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=("coplay", "momappo"))
+    ap.add_argument("--only", choices=("coplay", "momappo", "conditioned"))
     ap.add_argument("--steps", type=int, default=40_960, help="environment steps per weight of the coplay run")
     ap.add_argument("--compare-steps", type=int, default=10_240,
                     help="environment steps per weight of the side-by-side runs")
     ap.add_argument("--momappo-seeds", type=int, default=SEEDS)
+    ap.add_argument("--conditioned-steps", type=int, default=131_072,
+                    help="environment steps per seed, over all policies, of the conditioned-vs-sweep runs")
     a = ap.parse_args()
     results_path = ROOT / "benchmarks" / "results" / "mo_front.json"
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
     with tempfile.TemporaryDirectory() as tmp:
-        if a.only != "momappo":
+        if a.only in (None, "conditioned"):
+            results["conditioned"] = coplay_sweep(a.conditioned_steps, SHARED_CHUNK, Path(tmp) / "pc", CONDITIONED)
+            results["sweep_shared"] = coplay_sweep(a.conditioned_steps // WEIGHTS, SHARED_CHUNK // WEIGHTS,
+                                                   Path(tmp) / "sweep", SWEEP)
+        if a.only in (None, "coplay"):
             results["to_target"] = coplay_sweep(a.steps, CHUNK, Path(tmp) / "target")
             results["coplay_compare"] = coplay_sweep(a.compare_steps, a.compare_steps, Path(tmp) / "compare")
-        if a.only != "coplay":
+        if a.only in (None, "momappo"):
             found = momappo_fronts(a.compare_steps, a.momappo_seeds)
             if found is not None:
                 results["momappo"], results["momappo_steps"] = found, a.compare_steps
@@ -212,7 +228,42 @@ def report(r: dict) -> str:
                 f"({iqm(np.array(m['hypervolume'])):.1f}) | {iqm(np.array(m['expected_utility'])):.3f} |", "",
                 f"Wall-clock ratio, MOMAPPO's time for {SEEDS} seeds ({per_seed:.1f} s a seed x {SEEDS}) over "
                 f"coplay's one run: **{per_seed * SEEDS / c['wall_s']:.1f}x** (target: at least 10x)."]
+    if "conditioned" in r and "sweep_shared" in r:
+        out += ["", *_conditioned(r["conditioned"], r["sweep_shared"])]
     return "\n".join(out)
+
+
+def _conditioned(pc: dict, sweep: dict) -> list[str]:
+    """The conditioned policy beside the sweep, per evaluation at the same environment steps."""
+    true = pc["true_hypervolume"]
+    rows = ["### One preference-conditioned policy beside the weight sweep, same environment steps", "",
+            f"`{' '.join(CONDITIONED)}` (`algo=pc_mappo`: one policy takes the weight as input, a critic with a head "
+            "per objective, a weight drawn per episode) and the sweep above, both evaluated every "
+            f"{SHARED_CHUNK:,} environment steps per seed counted over all policies ({SHARED_CHUNK // WEIGHTS} per "
+            f"weight for the sweep's {WEIGHTS}); both played greedily at the same {WEIGHTS} weights. Hypervolume as a "
+            "share of the true one, IQM over the 4 seeds (each seed's share). Wall s: since the training loop "
+            "began, the first chunk's compilation included; each whole call, planning and initialisation included, "
+            f"took {pc['wall_s']:.1f} s (pc_mappo) and {sweep['wall_s']:.1f} s (mo_ppo).", "",
+            "| env steps per seed (all policies) | pc_mappo: hypervolume / true | wall s | mo_ppo sweep: "
+            "hypervolume / true | wall s |", "|---:|---|---:|---|---:|"]
+    by_steps = {e["steps_per_weight"] * WEIGHTS: e for e in sweep["evaluations"]}
+    for e in pc["evaluations"]:
+        s = by_steps.get(e["steps_per_weight"])
+        cells = [f"{iqm(np.array(e['hv']) / true):.3f} ({', '.join(f'{h / true:.2f}' for h in e['hv'])})",
+                 f"{e['wall_s']:.1f}"]
+        cells += ([f"{iqm(np.array(s['hv']) / true):.3f} ({', '.join(f'{h / true:.2f}' for h in s['hv'])})",
+                   f"{s['wall_s']:.1f}"] if s else ["", ""])
+        rows.append(f"| {e['steps_per_weight']:,} | " + " | ".join(cells) + " |")
+    goal = TARGET * true
+    first = {name: next((e for e in run["evaluations"] if all(h >= goal for h in e["hv"])), None)
+             for name, run in (("pc_mappo", pc), ("mo_ppo", sweep))}
+    said = []
+    for name, e in first.items():
+        steps = e and e["steps_per_weight"] * (WEIGHTS if name == "mo_ppo" else 1)
+        said.append(f"{name}: every seed at 99% after {steps:,} steps, {e['wall_s']:.1f} s" if e else
+                    f"{name}: no evaluation with every seed at 99%")
+    rows += ["", "; ".join(said) + "."]
+    return rows
 
 
 if __name__ == "__main__":
