@@ -14,6 +14,8 @@ from coplay.wrappers import AgentID, AutoReset, EpisodeStats
 VARIANTS = [(name, {}) for name in ENVS.names()] + [
     ("spread", {"n_agents": 4}),
     ("spread", {"continuous_actions": True}),
+    ("spread", {"objectives": "energy"}),                     # two objectives: reward [N, 2]
+    ("spread", {"objectives": "collisions", "continuous_actions": True}),
     ("foraging", {"force_coop": True, "n_agents": 3, "sight": 2}),
     ("matrix", {"game": "penalty"}),
     ("matrix", {"game": "prisoners_dilemma"}),

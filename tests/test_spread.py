@@ -170,6 +170,26 @@ def test_reward_combines_global_and_local():
     np.testing.assert_allclose(obs[1], [0, 0, 0.1, 0, -0.1, 0.3, 0.9, 0, -0.1, 0, 0, 0], atol=1e-6)
 
 
+def test_two_objectives_split_the_reward_or_add_each_agents_effort():
+    """`objectives=collisions`: (global, local_i), the parts `local_ratio` would mix;
+    `objectives=energy`: (the scalar reward, -|u_i|^2)."""
+    agent_pos, landmark_pos = np.array([[0.0, 0.0], [0.1, 0.0]]), np.array([[0.0, 0.3], [1.0, 0.0]])
+    split = Spread(n_agents=2, n_landmarks=2, objectives="collisions")
+    assert split.spec.reward_names == ("coverage", "collisions") and split.spec.reward_dim == 2
+    _, reward, _ = split._observe_and_reward(split.state_from_positions(agent_pos, landmark_pos))
+    np.testing.assert_allclose(reward, [[-1.2, -1.0], [-1.2, -1.0]], atol=1e-6)
+    for continuous, actions, effort in ((False, jnp.array([0, 3]), [0.0, -1.0]),
+                                        (True, jnp.array([[0, 1, 0, 0, 1.0], [0, 0.5, 0, 0, 0]]), [-2.0, -0.25])):
+        one = Spread(n_agents=2, n_landmarks=2, continuous_actions=continuous)
+        energy = Spread(n_agents=2, n_landmarks=2, continuous_actions=continuous, objectives="energy")
+        steps = [env.step(env.state_from_positions(agent_pos, landmark_pos), actions, jax.random.PRNGKey(0))[1]
+                 for env in (one, energy)]
+        np.testing.assert_allclose(steps[1].reward[:, 0], steps[0].reward, atol=1e-6)
+        np.testing.assert_allclose(steps[1].reward[:, 1], effort, atol=1e-6)
+        assert list(energy.reference_point) == [-5.0 * 2 * 25, -(2.0 if continuous else 1.0) * 25]
+    assert energy.reset(jax.random.PRNGKey(0))[1].reward.shape == (2, 2)
+
+
 def test_continuous_actions_are_clipped():
     env = Spread(n_agents=2, n_landmarks=1, continuous_actions=True)
     state = env.state_from_positions([[-2.0, 0.0], [2.0, 0.0]], [[0.0, 0.0]])
@@ -223,6 +243,7 @@ def test_render_rgb():
     ({"local_ratio": "half"}, "'half'"),
     ({"max_steps": 0}, "max_steps=0"),
     ({"continuous_actions": "yes"}, "'yes'"),
+    ({"objectives": "speed"}, "one, energy, collisions"),
 ])
 def test_bad_arguments(kwargs, needle):
     with pytest.raises(ConfigError) as err:

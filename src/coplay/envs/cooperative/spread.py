@@ -39,6 +39,20 @@ info: "collisions" (int32, colliding agent pairs after the step),
 "invalid_actions" (int32, agents whose action was outside the action space, an
 index out of range or a NaN: they do not move).
 
+Several objectives (`objectives=`, default `one`: the scalar reward above):
+
+    energy:      reward_i = (reward_i above, -|u_i|^2)          names (coverage, energy)
+    collisions:  reward_i = (global, local_i)                  names (coverage, collisions)
+
+where u_i is agent i's movement (a unit step for a discrete move, 0 for the
+no-op; up to |u|^2 = 2 for a continuous action), so `energy` trades the team's
+coverage against each agent's effort, and `collisions` makes the two parts of
+simple_spread's reward separate objectives instead of mixing them by
+`local_ratio` (unused there). `reference_point` is weakly worse than every
+return an agent that stays within a few units of the arena can have: -5 per
+landmark per step for coverage, the largest effort or every other agent hit
+at every step.
+
 Where references disagree, this follows mpe2: an episode is `max_steps` = 25
 steps (JaxMARL's MPE computes `done` from the step count before incrementing
 it, so its episodes last 26 steps), and continuous actions are clipped to
@@ -70,6 +84,7 @@ MASS = 1.0
 COMM_DIM = 2  # world.dim_c; agents are silent, so these observation slots are zero
 OCCUPIED_RADIUS = 0.1  # a landmark counts as covered when an agent is this close
 NUM_MOVES = 5
+OBJECTIVES = {"one": (), "energy": ("coverage", "energy"), "collisions": ("coverage", "collisions")}
 
 _MAX_AGENTS = 1024
 _MAX_LANDMARKS = 1024
@@ -107,7 +122,7 @@ class Spread(Env):
     """MPE simple_spread (cooperative navigation); see the module docstring."""
 
     def __init__(self, n_agents: int = 3, n_landmarks: int | None = None, local_ratio: float = 0.5,
-                 max_steps: int = 25, continuous_actions: bool = False):
+                 max_steps: int = 25, continuous_actions: bool = False, objectives: str = "one"):
         n = _check_int("n_agents", n_agents, 1, _MAX_AGENTS)
         n_landmarks = n if n_landmarks is None else n_landmarks
         n_l = _check_int("n_landmarks", n_landmarks, 1, _MAX_LANDMARKS)
@@ -118,12 +133,15 @@ class Spread(Env):
         max_steps = _check_int("max_steps", max_steps, 1, 10**9)
         if not isinstance(continuous_actions, (bool, np.bool_)):
             raise ConfigError(f"spread: continuous_actions must be true or false, got {continuous_actions!r}")
+        if objectives not in OBJECTIVES:
+            raise ConfigError(f"spread: objectives={objectives!r} is not one of {', '.join(OBJECTIVES)}")
 
         self.n_agents = n
         self.n_landmarks = n_l
         self.local_ratio = float(local_ratio)
         self.max_steps = max_steps
         self.continuous_actions = bool(continuous_actions)
+        self.objectives = objectives
         self.obs_dim = 4 + 2 * n_l + 2 * (n - 1) + COMM_DIM * (n - 1)
 
         action_space = Box(0.0, 1.0, (NUM_MOVES,)) if self.continuous_actions else Discrete(NUM_MOVES)
@@ -137,7 +155,14 @@ class Spread(Env):
             teams=(0,) * n,
             roles=("agent",) * n,
             render_rgb=self.render_rgb,
+            reward_dim=1 if objectives == "one" else 2,
+            reward_names=OBJECTIVES[objectives],
         )
+        if objectives != "one":
+            worst_cover = -5.0 * n_l * max_steps
+            worst_other = -(2.0 if self.continuous_actions else 1.0) * max_steps if objectives == "energy" \
+                else -float(n - 1) * max_steps
+            self.reference_point = np.array([worst_cover, worst_other])
 
     # ------------------------------------------------------------------ states
 
@@ -198,6 +223,9 @@ class Spread(Env):
                                 step=state.step + 1)
 
         obs, reward, info = self._observe_and_reward(new_state)
+        if self.objectives == "energy":
+            u = self._action_force(actions) / ACCEL
+            reward = jnp.stack([reward, -jnp.sum(u * u, axis=-1)], axis=-1)
         done = new_state.step >= self.max_steps
         info = {**info, "invalid_actions": jnp.sum(invalid, dtype=jnp.int32)}
         return new_state, self._timestep(obs, reward, done, info)
@@ -249,14 +277,17 @@ class Spread(Env):
             local_rew = jnp.zeros((n,), jnp.float32)
         obs = jnp.concatenate(parts, axis=-1)
 
-        reward = (1.0 - self.local_ratio) * global_rew + self.local_ratio * local_rew
+        if self.objectives == "collisions":
+            reward = jnp.stack([jnp.broadcast_to(global_rew, (n,)), local_rew], axis=-1)
+        else:
+            reward = (1.0 - self.local_ratio) * global_rew + self.local_ratio * local_rew
         info = {"collisions": collisions.astype(jnp.int32), "occupied_landmarks": occupied}
         return obs, reward.astype(jnp.float32), info
 
     def _first_timestep(self, state: SpreadState) -> TimeStep:
         obs, reward, info = self._observe_and_reward(state)
         info = {**info, "invalid_actions": jnp.zeros((), jnp.int32)}
-        return self._timestep(obs, jnp.zeros_like(reward), jnp.zeros((), bool), info)
+        return self._timestep(obs, jnp.zeros(self.spec.reward_shape, jnp.float32), jnp.zeros((), bool), info)
 
     def _timestep(self, obs, reward, done, info) -> TimeStep:
         n = self.n_agents
