@@ -323,6 +323,41 @@ def test_a_32_bit_seeded_environment_whose_state_empties_at_the_end_runs_through
     np.testing.assert_array_equal(ts.global_state, np.zeros(4))
 
 
+class _TupleViews(_TwoObjectives):
+    """As MOMAland's item gathering: each view a tuple (agent id as a Discrete, a grid as a Box)."""
+
+    def __init__(self, bad=False, **kwargs):
+        super().__init__(**kwargs)
+        self.bad = bad
+
+    def observation_space(self, agent):
+        return spaces.Tuple((spaces.Discrete(2, start=-2), spaces.Box(-1.0, 3.0, (2, 2), np.float32)))
+
+    def _view(self, i):
+        return (-2 + i, np.full((2, 2), self.t, np.float32)) if not self.bad else (0,)
+
+    def reset(self, seed=None, options=None):
+        _, info = super().reset(seed, options)
+        return {a: self._view(i) for i, a in enumerate(self.agents)}, info
+
+    def step(self, actions):
+        live = list(self.agents)
+        _, *rest = super().step(actions)
+        return ({a: self._view(i) for i, a in enumerate(live)}, *rest)
+
+
+def test_tuple_views_are_one_hots_and_boxes_side_by_side_and_a_wrong_tuple_is_refused():
+    env = from_pettingzoo(_TupleViews)
+    assert env.spec.obs_space.shape == (6,) and env.spec.obs_space.low == -1.0 and env.spec.obs_space.high == 3.0
+    state, ts = env.reset(jax.random.PRNGKey(0))
+    np.testing.assert_array_equal(ts.obs, [[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0]])
+    state, ts = env.step(state, jnp.array([1, 0]), jax.random.PRNGKey(1))
+    np.testing.assert_array_equal(ts.obs, [[1, 0, 1, 1, 1, 1], [0, 1, 1, 1, 1, 1]])
+    with pytest.raises(HostEnvError, match=r"agent 'a_0' at step 0 returned observation \(0,\), but its observation "
+                                           r"space is Tuple\(.*\(2 parts\)"):
+        from_pettingzoo(functools.partial(_TupleViews, bad=True))
+
+
 def test_momaland_style_vector_rewards_come_through_as_reward_n_by_k():
     env = EpisodeStats(from_pettingzoo(_TwoObjectives))
     assert env.spec.reward_dim == 2 and env.spec.reward_shape == (2, 2)

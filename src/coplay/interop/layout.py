@@ -3,7 +3,8 @@ Gymnasium environment's one agent) map onto coplay's arrays, which have the
 agents on a leading axis.
 
 - Observations become float32 vectors padded with zeros to the largest agent's
-  size: a `Box` is flattened, a `Discrete(n)` becomes a one-hot of size n. A
+  size: a `Box` is flattened, a `Discrete(n)` becomes a one-hot of size n, and
+  a `Tuple` of them (nested ones too) puts its parts side by side. A
   dict `{"observation": ..., "action_mask": ...}` (PettingZoo's classic games)
   gives both the observation and the legal actions.
 - Actions: every agent `Discrete` (padded to the largest `n`, the padding
@@ -44,6 +45,29 @@ class ObservationClipped(UserWarning):
     """A host environment's observation left its Box and was clipped (`out_of_bounds="clip"`)."""
 
 
+def _parts(gym: Any, space: Any) -> list[Any] | None:
+    """The Box and Discrete spaces a space is made of, in order (a Tuple's, nested ones
+    flattened); None when one is neither."""
+    if isinstance(space, (gym.spaces.Box, gym.spaces.Discrete)):
+        return [space]
+    if isinstance(space, gym.spaces.Tuple):
+        parts = [_parts(gym, sp) for sp in space.spaces]
+        return None if any(p is None for p in parts) else [leaf for p in parts for leaf in p]  # type: ignore[union-attr]
+    return None
+
+
+def _leaf_values(raw: Any, space: Any) -> list[Any]:
+    """A tuple observation's values, in the order of `_parts`."""
+    if not hasattr(space, "spaces"):
+        return [raw]
+    return [leaf for value, sp in zip(raw, space.spaces) for leaf in _leaf_values(value, sp)]
+
+
+def _size(gym: Any, space: Any) -> int:
+    """Entries of a Box or Discrete observation once encoded (a Discrete is one-hot)."""
+    return int(space.n) if isinstance(space, gym.spaces.Discrete) else int(np.prod(space.shape))
+
+
 def _first_bad(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 
@@ -70,18 +94,23 @@ class AgentLayout:
         self.index = {a: i for i, a in enumerate(self.agents)}
         self.masked_obs = [isinstance(sp, gym.spaces.Dict) and "observation" in sp.spaces for sp in obs_spaces]
         inner = [sp["observation"] if m else sp for sp, m in zip(obs_spaces, self.masked_obs)]
+        self.obs_spaces = inner
+        self.obs_parts: list[list[Any]] = []     # the Box and Discrete spaces each agent's is made of
         for a, sp in zip(self.agents, inner):
-            if not isinstance(sp, (gym.spaces.Box, gym.spaces.Discrete)):
+            parts = _parts(gym, sp)
+            if parts is not None:
+                self.obs_parts.append(parts)
+            else:
                 raise HostEnvError(
                     f"{name}: agent {a!r} has observation space {sp}; {feature} takes Box or Discrete "
-                    f"observations, or dicts {{'observation': Box, 'action_mask': ...}}")
-        self.obs_spaces = inner
-        self.one_hot = [isinstance(sp, gym.spaces.Discrete) for sp in inner]
-        self.obs_sizes = [int(sp.n) if oh else int(np.prod(sp.shape)) for sp, oh in zip(inner, self.one_hot)]
+                    f"observations, tuples of them, or dicts {{'observation': Box, 'action_mask': ...}}")
+        self._discrete = [part for parts in self.obs_parts for part in parts if isinstance(part, gym.spaces.Discrete)]
+        self.obs_sizes = [sum(_size(gym, part) for part in parts) for parts in self.obs_parts]
         self.obs_dim = max(self.obs_sizes)
-        boxes = [sp for sp, oh in zip(inner, self.one_hot) if not oh]
+        leaves = [part for parts in self.obs_parts for part in parts]
+        boxes = [part for part in leaves if isinstance(part, gym.spaces.Box)]
         low, high = box_bounds(boxes, self.obs_dim) if boxes else (0.0, 1.0)
-        if any(self.one_hot):
+        if len(boxes) < len(leaves):          # one-hots of Discrete parts
             low, high = min(low, 0.0), max(high, 1.0)
         self.obs_space = cs.Box(low=low, high=high, shape=(self.obs_dim,))
 
@@ -118,23 +147,38 @@ class AgentLayout:
             mask = raw.get("action_mask")
             raw = raw["observation"]
         out = np.zeros(self.obs_dim, np.float32)
-        sp = self.obs_spaces[i]
-        if self.one_hot[i]:
-            value = np.asarray(raw)
-            whole = value.shape == () and np.isfinite(value) and float(value) == int(value)
-            k = int(value) - int(sp.start) if whole else -1
-            if not 0 <= k < sp.n:
-                raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} returned observation "
-                                   f"{raw!r}, outside its observation space {sp}")
-            out[k] = 1.0
-            return out, mask
-        arr = np.asarray(raw)
-        if arr.shape != sp.shape:
-            raise HostEnvError(
-                f"{self.name}: agent {agent!r} at step {step} returned an observation of shape {arr.shape}, "
-                f"but its observation space is {sp}")
-        out[:arr.size] = self._within(agent, np.asarray(arr, np.float64), sp, step).reshape(-1)
+        sp, parts = self.obs_spaces[i], self.obs_parts[i]
+        values = [raw]
+        if len(parts) > 1 or parts[0] is not sp:   # a tuple space: one value per part
+            if not isinstance(raw, (tuple, list)) or len(raw) != len(parts):
+                raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} returned observation {raw!r}, "
+                                   f"but its observation space is {sp} ({len(parts)} parts)")
+            values = _leaf_values(raw, sp)
+        at = 0
+        for part, value in zip(parts, values):
+            encoded = self._encode(agent, part, part in self._discrete, value, step)
+            out[at:at + encoded.size] = encoded
+            at += encoded.size
         return out, mask
+
+    def _encode(self, agent: str, sp: Any, discrete: bool, raw: Any, step: int) -> np.ndarray:
+        """One Box (flattened) or Discrete (one-hot) observation, checked against its space."""
+        if not discrete:
+            arr = np.asarray(raw)
+            if arr.shape != sp.shape:
+                raise HostEnvError(
+                    f"{self.name}: agent {agent!r} at step {step} returned an observation of shape {arr.shape}, "
+                    f"but its observation space is {sp}")
+            return self._within(agent, np.asarray(arr, np.float64), sp, step).reshape(-1).astype(np.float32)
+        value = np.asarray(raw)
+        whole = value.shape == () and np.isfinite(value) and float(value) == int(value)
+        k = int(value) - int(sp.start) if whole else -1
+        if not 0 <= k < sp.n:
+            raise HostEnvError(f"{self.name}: agent {agent!r} at step {step} returned observation "
+                               f"{raw!r}, outside its observation space {sp}")
+        out = np.zeros(int(sp.n), np.float32)
+        out[k] = 1.0
+        return out
 
     def _within(self, agent: str, arr: np.ndarray, sp: Any, step: int) -> np.ndarray:
         """`arr` if it is finite and inside `sp`'s bounds; clipped into them under `out_of_bounds="clip"`."""
