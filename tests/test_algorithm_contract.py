@@ -18,7 +18,7 @@ from coplay.experiment.runner import plan
 # A small environment every algorithm can train on, per algorithm.
 ENV_FOR = {"mappo": "spread", "ippo": "spread", "iql": "spread", "vdn": "spread", "qmix": "spread",
            "selfplay_ppo": "tic_tac_toe", "grpo": "text:kuhn_poker", "mo_ppo": "treasure",
-           "pc_mappo": "treasure"}
+           "pc_mappo": "treasure", "mo_qmix": "treasure"}
 
 
 def test_every_algorithm_is_a_registered_trainer_with_a_documented_config():
@@ -41,7 +41,7 @@ def test_every_algorithm_is_a_registered_trainer_with_a_documented_config():
 def test_per_env_fields_are_exactly_the_ones_with_an_environment_axis(name):
     entry = ALGOS.get(name)
     config = entry.config(num_envs=7, rollout_len=4)
-    if name in ("iql", "vdn", "qmix"):
+    if name in ("iql", "vdn", "qmix", "mo_qmix"):
         config = dataclasses.replace(config, learning_starts=0, buffer_size=700)
     if name == "grpo":
         config = dataclasses.replace(config, group_size=7)
@@ -75,7 +75,7 @@ def test_per_env_fields_are_exactly_the_ones_with_an_environment_axis(name):
       "Algorithms that can: ippo, iql, mappo, qmix, vdn"]),
     (["algo=mappo", "env=treasure"],
      ["'mappo' cannot train on environment 'treasure'", "it has 2 objectives and it needs a scalar reward",
-      "coplay.wrappers.Scalarise", "Algorithms that can: mo_ppo, pc_mappo"]),
+      "coplay.wrappers.Scalarise", "Algorithms that can: mo_ppo, mo_qmix, pc_mappo"]),
     (["algo=mappo", "env=tic_tac_toe"],
      ["'mappo' cannot train on environment 'tic_tac_toe'", "turn-based", "Algorithms that can: selfplay_ppo"]),
     (["algo=selfplay_ppo", "env=pgx:2048"],

@@ -15,6 +15,7 @@ from coplay.algos import (
     iql,
     mappo,
     mo_ppo,
+    mo_qmix,
     pc_mappo,
     psro,
     psro_ppo,
@@ -41,6 +42,8 @@ _register(mo_ppo.MOPPO, "multi-objective", "a weight sweep of MAPPO on linear ut
                                            "preference weights vmapped beside the seeds, a Pareto front per run")
 _register(pc_mappo.PCMAPPO, "multi-objective", "preference-conditioned MAPPO: one policy takes the weight as input, "
                                                "a critic with a head per objective, a weight drawn per episode")
+_register(mo_qmix.MOQMIX, "multi-objective", "QMIX over vector Q-values, one monotonic mixer per objective, "
+                                             "conditioned on a weight drawn per episode (MO-MIX)")
 _register(iql.IQL, "off-policy", "independent Q-learning: each agent learns its own Q from its own reward")
 _register(vdn.VDN, "off-policy", "value decomposition: the team's Q is the sum of the agents' Q")
 _register(qmix.QMIX, "off-policy", "monotonic mixing of the agents' Q by hypernetworks on the global state")

@@ -37,14 +37,13 @@ from coplay.algos.common import ppo
 from coplay.algos.common.advantages import gae
 from coplay.algos.common.metrics import episode_metrics
 from coplay.algos.common.minibatch import shuffle_split
-from coplay.algos.common.rollout import Transition, reset_envs, rollout
+from coplay.algos.common.rollout import Transition, acting_env, reset_envs, rollout
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.types import TimeStep
 from coplay.nets import distributions, init_stacked
 from coplay.nets.agent import AgentNet, apply_agents
-from coplay.wrappers import AgentID, AutoReset, EpisodeStats
 
 
 @dataclass(frozen=True)
@@ -97,9 +96,7 @@ class MAPPO(Trainer[Config]):
     def wrap(self, env: Env) -> Env:
         """The environment as the trainer steps it: agent ids (when one network serves every
         agent), episode statistics, and auto-reset."""
-        if self.config.share_params and self.config.agent_id:
-            env = AgentID(env)
-        return AutoReset(EpisodeStats(env))
+        return acting_env(env, self.config.share_params and self.config.agent_id)
 
     # ----- inputs -------------------------------------------------------------------------
     def critic_input(self, ts: TimeStep) -> jax.Array:

@@ -38,10 +38,9 @@ from flax import struct
 from coplay.algos import mappo
 from coplay.algos.base import Capabilities, Evaluator, Health, Policy, Trainer
 from coplay.algos.common.evaluation import make_evaluator
-from coplay.algos.common.preferences import spread_weights
+from coplay.algos.common.preferences import check_show_weight, per_weight_results, read_front, spread_weights
 from coplay.core.config import param
 from coplay.core.env import Env
-from coplay.core.errors import ConfigError
 from coplay.core.types import TimeStep
 from coplay.wrappers import Objectives
 
@@ -83,9 +82,7 @@ class Lane(mappo.MAPPO):
     def __init__(self, config: Config, env: Env, num_updates: int):
         super().__init__(config, env, num_updates)
         self.local_critic = config.critic == "local"
-        if config.show_weight >= config.weights:
-            raise ConfigError(f"algo.show_weight={config.show_weight} is out of range; it must be an index into "
-                              f"the {config.weights} weights, 0 to {config.weights - 1}")
+        check_show_weight(config)
 
     def critic_input(self, ts: TimeStep) -> jax.Array:
         if self.local_critic:   # IPPO's: each agent's own (flattened) observation
@@ -154,27 +151,3 @@ class MOPPO(Trainer[Config]):
         """`[S, W, K]`: each seed's mean vector return of every weight's policy."""
         return read_front(results, self.config.weights, self.objective_names)
 
-
-def front_key(weight: int, objective: str) -> str:
-    """The evaluation entry of one weight's return in one objective."""
-    return f"w{weight:02d}/objective/{objective}"
-
-
-def per_weight_results(out: dict[str, jax.Array], weights: jax.Array, names: tuple[str, ...]) -> dict[str, jax.Array]:
-    """An evaluation's entries from the episodes played for each weight (`out`, each
-    `[W, episodes]`): each weight's return in each objective (`front_key`), `return`
-    (each weight's utility under that weight, averaged over the weights), and the
-    other entries averaged over the weights (`finished`: the least)."""
-    out = dict(out)
-    vectors = jnp.stack([out.pop(f"objective/{n}") for n in names], -1)   # [W, episodes, K]
-    results = {front_key(i, n): vectors[i, :, k] for i in range(weights.shape[0]) for k, n in enumerate(names)}
-    out.pop("return")
-    results["return"] = jnp.einsum("wek,wk->we", vectors, weights).mean(0)
-    results.update({k: v.mean(0) if k != "finished" else v.min(0) for k, v in out.items()})
-    return results
-
-
-def read_front(results: Mapping[str, np.ndarray], weights: int, names: tuple[str, ...]) -> np.ndarray:
-    """`[S, W, K]`: each seed's mean vector return for every weight, from `per_weight_results`."""
-    return np.stack([np.stack([np.asarray(results[front_key(i, n)]).mean(-1) for n in names], -1)
-                     for i in range(weights)], axis=1)

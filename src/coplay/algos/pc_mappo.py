@@ -26,29 +26,21 @@ times as many environments.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from coplay.algos import mo_ppo
-from coplay.algos.base import Capabilities, Evaluator, Policy, check_env_support
+from coplay.algos.base import Capabilities
 from coplay.algos.common import ppo
 from coplay.algos.common.advantages import gae
-from coplay.algos.common.evaluation import make_evaluator
-from coplay.algos.common.preferences import spread_weights
+from coplay.algos.common.conditioned import CONDITIONED_RETURN, Conditioned
 from coplay.algos.common.rollout import Transition
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.nets.agent import AgentNet
-from coplay.wrappers import Objectives, Preference
-
-CONDITIONED_RETURN = ("episode utility w . R under the weight the episode was played for, averaged over agents "
-                      "(and, in evaluations, over the evaluation weights; undiscounted)")
+from coplay.wrappers import Preference
 
 
 @dataclass(frozen=True)
@@ -59,7 +51,7 @@ class Config(mo_ppo.Config):
                                       "over the simplex, below 1 favours its corners", min=0.0, min_exclusive=True)
 
 
-class PCMAPPO(mo_ppo.Lane):
+class PCMAPPO(Conditioned, mo_ppo.Lane):
     """One preference-conditioned MAPPO policy with a vector critic, for one seed."""
 
     name = "pc_mappo"
@@ -69,14 +61,10 @@ class PCMAPPO(mo_ppo.Lane):
     config: Config
 
     def __init__(self, config: Config, env: Env, num_updates: int):
-        check_env_support(env.spec, self.name, self.capabilities)   # before any wrapper can refuse it less clearly
-        self.objectives = Objectives(env)
-        super().__init__(config, Preference(self.objectives, concentration=config.concentration), num_updates)
+        super().__init__(config, self.conditioned_env(env, config), num_updates)
         c, k = config, env.spec.reward_dim
         self.num_objectives = k
         self.critic = AgentNet(k, c.hidden_size, c.num_layers, c.activation, c.recurrent, head_scale=1.0)
-        self.preferences: np.ndarray = spread_weights(k, config.weights)     # [W, K] the evaluation's weights
-        self.objective_names = env.spec.objective_names
 
     # ----- learning: a vector critic, and the utility of the vector advantage --------------------
     def advantages(self, traj: Transition, reward: jax.Array, last_value: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -99,29 +87,3 @@ class PCMAPPO(mo_ppo.Lane):
         metrics.pop("return_sum", None)
         metrics["return"] = metrics["utility"]   # not the mean of the objectives that MAPPO's return would be
         return state, metrics
-
-    # ----- acting and evaluation ---------------------------------------------------------------
-    def at_weight(self, weight: Any) -> Policy:
-        """The policy acting for one preference (`[K]`; may be traced)."""
-        return dataclasses.replace(super().policy(), env=self.wrap(Preference(self.objectives, weights=weight)))
-
-    def policy(self) -> Policy:
-        """The policy at evaluation weight `algo.show_weight` (what `coplay eval` and `record` play)."""
-        return self.at_weight(self.preferences[self.config.show_weight])
-
-    def evaluator(self, episodes: int) -> Evaluator:
-        """The policy plays `episodes` episodes at each evaluation weight: its return in
-        each objective (`w<i>/objective/<name>`), and `return`, its utility under each
-        weight averaged over the weights."""
-        w = jnp.asarray(self.preferences, jnp.float32)
-
-        def evaluate(params: Any, key: jax.Array) -> dict[str, jax.Array]:
-            play = lambda weight, k: make_evaluator(self.at_weight(weight), episodes)(params, k)  # noqa: E731
-            out = jax.vmap(play)(w, jax.random.split(key, w.shape[0]))       # each [W, episodes]
-            return mo_ppo.per_weight_results(out, w, self.objective_names)
-
-        return evaluate
-
-    def front(self, results: Mapping[str, np.ndarray]) -> np.ndarray:
-        """`[S, W, K]`: each seed's mean vector return of the policy at every evaluation weight."""
-        return mo_ppo.read_front(results, self.config.weights, self.objective_names)

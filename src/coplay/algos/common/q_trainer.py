@@ -31,13 +31,12 @@ from coplay.algos.common import q_learning as ql
 from coplay.algos.common.metrics import episode_metrics
 from coplay.algos.common.q_learning import QConfig
 from coplay.algos.common.replay import add_rollout, make_window_buffer, sample_windows
-from coplay.algos.common.rollout import Transition, reset_envs, rollout
+from coplay.algos.common.rollout import Transition, acting_env, reset_envs, rollout
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.types import TimeStep
 from coplay.nets import init_stacked
 from coplay.nets.agent import AgentNet, apply_agents
-from coplay.wrappers import AgentID, AutoReset, EpisodeStats
 
 
 @struct.dataclass
@@ -84,9 +83,7 @@ class QLearner(Trainer[QC]):
         self.train_len = c.seq_len or (ql.RECURRENT_SEQ_LEN if c.recurrent else 1)
         self.burn_in = c.burn_in
         self.window = self.burn_in + self.train_len + c.n_step
-        if c.share_params and c.agent_id:
-            env = AgentID(env)
-        self.env = AutoReset(EpisodeStats(env))
+        self.env = self.wrap(env)
         self.num_agents = spec.num_agents
         self.num_actions = spec.num_actions
         self.net = AgentNet(spec.num_actions, c.hidden_size, c.num_layers, c.activation, c.recurrent,
@@ -98,6 +95,10 @@ class QLearner(Trainer[QC]):
                                            c.eps_decay * num_updates * self.steps_per_update)
         self.buffer = make_window_buffer(c.num_envs, c.buffer_size, self.window, c.batch_size,
                                          min_steps=math.ceil(c.learning_starts / c.num_envs))
+
+    def wrap(self, env: Env) -> Env:
+        """The environment as the trainer steps it (`rollout.acting_env`)."""
+        return acting_env(env, self.config.share_params and self.config.agent_id)
 
     # ----- what the algorithm gives ---------------------------------------------------------
     @abc.abstractmethod
@@ -121,6 +122,11 @@ class QLearner(Trainer[QC]):
     # ----- networks ----------------------------------------------------------------------------
     def initial_carry(self, batch: tuple[int, ...]) -> jax.Array:
         return jnp.zeros((*batch, self.num_agents, self.carry_size), jnp.float32)
+
+    def acting_q(self, q: jax.Array, obs: jax.Array) -> jax.Array:
+        """`[B, N, A]`: the Q-values actions are chosen by, from `q_values`' (the same here;
+        a trainer of several objectives scalarises its vectors)."""
+        return q
 
     def q_values(self, agent_params, carry, obs, reset):
         """obs: [B, N, ...]; carry: [B, N, H]; reset: [B] -> (carry, Q [B, N, A])."""
@@ -155,7 +161,7 @@ class QLearner(Trainer[QC]):
 
         def act(params, obs, mask, key, carry, reset):
             carry, q = self.q_values(params, carry, obs, reset)
-            return ql.epsilon_greedy(key, q, mask, eps), carry
+            return ql.epsilon_greedy(key, self.acting_q(q, obs), mask, eps), carry
 
         return Policy(act=act, initial_carry=self.initial_carry, env=self.env)
 
@@ -208,7 +214,7 @@ class QLearner(Trainer[QC]):
 
         def act(carry, ts, k):
             new_carry, q = self.q_values(state.params["agent"], carry, ts.obs, ts.done)
-            return new_carry, ql.epsilon_greedy(k, q, ts.action_mask, epsilon), {"carry": carry}
+            return new_carry, ql.epsilon_greedy(k, self.acting_q(q, ts.obs), ts.action_mask, epsilon), {"carry": carry}
 
         (env_state, ts, carry), traj = rollout(self.env, act, state.env_state, state.ts, state.carry, k_roll,
                                                c.rollout_len)

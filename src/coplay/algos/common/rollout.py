@@ -14,6 +14,14 @@ from flax import struct
 
 from coplay.core.env import Env
 from coplay.core.types import TimeStep
+from coplay.wrappers import AgentID, AutoReset, EpisodeStats
+
+
+def acting_env(env: Env, agent_id: bool) -> Env:
+    """The environment as the PPO and Q families step it: one-hot agent ids appended to
+    the observations (`agent_id`, when one network serves every agent), episode
+    statistics, and auto-reset."""
+    return AutoReset(EpisodeStats(AgentID(env) if agent_id else env))
 
 
 @struct.dataclass
