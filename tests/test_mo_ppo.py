@@ -89,6 +89,10 @@ def test_the_reference_point_is_the_runs_or_the_environments_and_a_missing_one_i
     with pytest.raises(ConfigError, match=r"must be 2 finite numbers \(one per objective: treasure, time\), got "
                                           r"\[1.0\]"):
         fronts.reference_point(env, (1.0,))
+    with pytest.raises(ConfigError, match=r"reference point \[5.0, -20.0\] of 'treasure' is not weakly worse than "
+                                          r"every point of its true front: \[2.0, -2.0\] is below it in treasure.*"
+                                          r"at or below \[2.0, -7.0\]"):
+        fronts.reference_point(env, (5, -20))
     env.reference_point = None
     with pytest.raises(ConfigError, match=r"names no reference point.*give one, reference_point=\.\.\. \(2 "
                                           "numbers"):

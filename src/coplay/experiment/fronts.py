@@ -48,6 +48,14 @@ def reference_point(env: Env, given: tuple[float, ...] | None = None) -> np.ndar
     if ref.shape != (k,) or not np.all(np.isfinite(ref)):
         raise ConfigError(f"the reference point of {env.spec.name!r} must be {k} finite numbers (one per objective: "
                           f"{', '.join(env.spec.objective_names)}), got {ref.tolist()}")
+    truth = true_front(env)
+    if truth is not None and np.any(truth < ref):
+        point = truth[np.argmax(np.any(truth < ref, axis=1))]
+        names = ", ".join(n for n, below in zip(env.spec.objective_names, point < ref) if below)
+        raise ConfigError(f"the reference point {ref.tolist()} of {env.spec.name!r} is not weakly worse than every "
+                          f"point of its true front: {point.tolist()} is below it in {names}, so that point would "
+                          "add nothing to the hypervolume; give a reference point at or below "
+                          f"{truth.min(0).tolist()} in every objective")
     return ref
 
 
