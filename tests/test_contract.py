@@ -23,6 +23,7 @@ VARIANTS = [(name, {}) for name in ENVS.names()] + [
     ("matrix", {"game": "rps"}),
     ("matrix", {"game": "vector_payoffs"}),   # two objectives: reward [2, 2]
     ("treasure", {"crew": "together", "values": "concave"}),
+    ("beach", {"reward_mode": "team", "num_timesteps": 4, "num_agents": 7, "type_distribution": (1, 1, 2)}),
     ("tree:kuhn_poker", {}),
     ("tree:leduc_holdem", {}),
     ("text:kuhn_poker", {}),

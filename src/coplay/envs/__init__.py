@@ -5,6 +5,7 @@ from coplay.envs.cooperative.foraging import Foraging
 from coplay.envs.cooperative.spread import Spread
 from coplay.envs.cooperative.treasure import Treasure
 from coplay.envs.cooperative.two_step import TwoStep
+from coplay.envs.mixed.beach import Beach
 from coplay.envs.mixed.matrix import MatrixGame
 from coplay.envs.text import TextNim, TextTreeGame
 from coplay.envs.trees.env import TreeGameEnv
@@ -27,9 +28,14 @@ ENVS.register(
                 "deeper chests are worth more; its Pareto front is computed in code.",
 )
 ENVS.register(
+    "beach", Beach, kind="mixed",
+    description="MOMAland's beach problem domain with two objectives (capacity, mixture): N agents of two types "
+                "choose beach sections; individual or team rewards.",
+)
+ENVS.register(
     "matrix", MatrixGame, kind="mixed",
     description="Repeated two-player normal-form games: climbing, penalty, prisoners_dilemma, stag_hunt, rps; "
                 "with two objectives: imbalancing_act, imbalancing_act_without_m, vector_payoffs.",
 )
 
-__all__ = ["Foraging", "MatrixGame", "Spread", "TextNim", "TextTreeGame", "Treasure", "TreeGameEnv", "TwoStep"]
+__all__ = ["Beach", "Foraging", "MatrixGame", "Spread", "TextNim", "TextTreeGame", "Treasure", "TreeGameEnv", "TwoStep"]
