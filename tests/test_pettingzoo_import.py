@@ -313,8 +313,18 @@ class _BeachLike(_TwoObjectives):
         return np.concatenate([np.full(2, self.t, np.float32) for _ in self.agents] or [np.zeros(0, np.float32)])
 
 
-def test_a_32_bit_seeded_environment_whose_state_empties_at_the_end_runs_through_the_bridge():
-    env = from_pettingzoo(_BeachLike)
+class _WalkerLike(_BeachLike):
+    """As MOMAland's multiwalker: `state()` raises once the episode is over."""
+
+    def state(self):
+        if not self.agents:
+            raise AttributeError("'NoneType' object has no attribute 'position'")
+        return super().state()
+
+
+@pytest.mark.parametrize("game", [_BeachLike, _WalkerLike])
+def test_a_32_bit_seeded_environment_whose_state_empties_at_the_end_runs_through_the_bridge(game):
+    env = from_pettingzoo(game)
     state, ts = env.reset(jax.random.split(jax.random.PRNGKey(0))[0])   # a seed of more than 32 bits
     assert ts.global_state.shape == (4,)
     for _ in range(3):

@@ -186,10 +186,11 @@ def _state_fn(probe: Any) -> Callable[[Any, np.ndarray], np.ndarray]:
     shape = s.shape
 
     def state(env: Any, obs: np.ndarray) -> np.ndarray:
-        value = np.asarray(env.state(), np.float32)
-        if value.size != s.size and not env.agents:   # over (MOMAland's beach then gives an empty state):
-            return np.zeros(shape, np.float32)        # the last state is never acted on
-        return value.reshape(shape)
+        # Once every agent is done the state is never acted on, and some environments cannot
+        # give one then (MOMAland's beach gives an empty array, its multiwalker raises): zeros.
+        if not env.agents:
+            return np.zeros(shape, np.float32)
+        return np.asarray(env.state(), np.float32).reshape(shape)
 
     return state
 
