@@ -59,7 +59,7 @@ def test_the_run_writes_each_weights_returns_the_fronts_quality_and_its_plots(sw
         assert final["hypervolume"]["per_seed"][s] == pytest.approx(
             coplay.eval.multi_objective.hypervolume(points, [0, -10]))
     assert summary["return_convention"].startswith("episode utility w . R")
-    for picture in ("front.png", "hypervolume.png", "curve.png"):
+    for picture in ("front.png", "hypervolume.png", "curve.png", "objectives.png"):
         assert (sweep.run_dir / picture).stat().st_size > 0
 
 

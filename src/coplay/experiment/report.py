@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -115,22 +116,29 @@ def curve(rows: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array([steps[c] for c in chunks]), values
 
 
-def plot_curve(run_dir: Path, rows: list[dict], key: str, title: str, file: str = "curve.png") -> Path | None:
+def plot_curve(run_dir: Path, rows: list[dict], key: str | Sequence[str], title: str,
+               file: str = "curve.png") -> Path | None:
+    """The learning curve of metric `key` (IQM over seeds, 95% bootstrap CI), or one
+    panel per metric side by side when `key` is several (each objective's, say);
+    None when no row has the metric."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    steps, values = curve(rows, key)
-    if steps.size == 0:
+    keys = [key] if isinstance(key, str) else list(key)
+    found = [(k, *curve(rows, k)) for k in keys]
+    found = [(k, steps, values) for k, steps, values in found if steps.size]
+    if not found:
         return None
-    fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
-    draw_band(ax, steps, values, "C0", f"IQM over {values.shape[0]} seeds", ci_label="95% bootstrap CI")
-    ax.set_xlabel("environment steps (per seed)")
-    ax.set_ylabel(key)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
+    fig, axes = plt.subplots(1, len(found), figsize=(6 * len(found), 4), dpi=100, squeeze=False)
+    for ax, (k, steps, values) in zip(axes[0], found):
+        draw_band(ax, steps, values, "C0", f"IQM over {values.shape[0]} seeds", ci_label="95% bootstrap CI")
+        ax.set_xlabel("environment steps (per seed)")
+        ax.set_ylabel(k)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right")
     return save_figure(fig, Path(run_dir) / file)
 
 

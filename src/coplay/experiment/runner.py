@@ -433,6 +433,9 @@ def _train(p: Plan, run_dir: Path, resumed: bool, stop_after_chunks: int | None)
 
     rows = read_metrics(run_dir)
     plot_curve(run_dir, rows, "eval/return", f"{exp.algo} on {exp.env}")
+    objectives = [k for k in (rows[0] if rows else {}) if k.startswith(("objective/", "eval/objective/"))]
+    if objectives:   # a vector reward: each objective's curve, training and (scalarised runs) evaluation
+        plot_curve(run_dir, rows, objectives, f"{exp.algo} on {exp.env}", file="objectives.png")
     final = evals[-1][1]
     extra: dict[str, Any] = {}
     if p.trainer.preferences is not None:
