@@ -17,6 +17,7 @@ VARIANTS = [(name, {}) for name in ENVS.names()] + [
     ("spread", {"objectives": "energy"}),                     # two objectives: reward [N, 2]
     ("spread", {"objectives": "collisions", "continuous_actions": True}),
     ("foraging", {"force_coop": True, "n_agents": 3, "sight": 2}),
+    ("foraging", {"n_food": 4, "food_types": 2, "penalty": 0.1}),   # two objectives: reward [N, 2]
     ("matrix", {"game": "penalty"}),
     ("matrix", {"game": "prisoners_dilemma"}),
     ("matrix", {"game": "stag_hunt"}),

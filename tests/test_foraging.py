@@ -44,6 +44,19 @@ def test_episode_rewards_sum_to_one_and_done_when_all_eaten():
     np.testing.assert_allclose(ts1.reward, [2 / 3, 1 / 3], rtol=1e-6)
 
 
+def test_food_types_are_objectives_each_summing_to_one_over_its_own_food():
+    env = Foraging(grid_size=6, n_agents=2, n_food=3, food_types=2, penalty=0.1)
+    assert env.spec.reward_names == ("food0", "food1") and list(env.reference_point) == [-5.0, -5.0]
+    # food 0 (type 0, level 1) and food 2 (type 0, level 1); food 1 (type 1, level 2)
+    state = env.state_from([[1, 2], [3, 3]], [1, 2], [[1, 1], [3, 2], [4, 4]], [1, 2, 1])
+    state, ts = _step(env, state, [LOAD, LOAD])          # agent 0 eats food 0, agent 1 food 1
+    np.testing.assert_allclose(ts.reward, [[0.5, 0.0], [0.0, 1.0]], rtol=1e-6)
+    state = state.replace(agent_pos=jnp.array([[4, 3], [0, 0]]))
+    _, ts = _step(env, state, [LOAD, LOAD])              # agent 0 eats food 2; agent 1 has nothing to load
+    np.testing.assert_allclose(ts.reward, [[0.5, 0.0], [0.0, 0.0]], rtol=1e-6)
+    assert bool(ts.done)
+
+
 def test_failed_load_penalty():
     env = _env(penalty=0.1)
     state = env.state_from([[2, 1], [0, 0]], [1, 1], [[2, 2], [4, 4]], [2, 1])
@@ -125,7 +138,8 @@ def test_render_and_registry():
 
 @pytest.mark.parametrize("kw, word", [({"grid_size": 2}, "grid_size=2"), ({"n_agents": 0}, "n_agents=0"),
                                       ({"n_food": 100}, "n_food=100"), ({"sight": 0}, "sight=0"),
-                                      ({"penalty": -1.0}, "penalty=-1.0")])
+                                      ({"penalty": -1.0}, "penalty=-1.0"),
+                                      ({"food_types": 3}, "food_types=3 is out of range")])
 def test_bad_arguments(kw, word):
     with pytest.raises(ConfigError, match=word):
         Foraging(**kw)

@@ -27,6 +27,14 @@ Observation of agent i (float32, 3 * (n_food + n_agents)): for every food
 and the others in index order; things outside the agent's `sight` (Chebyshev
 distance; None = the whole grid) and eaten food read (-1, -1, 0).
 global_state: every food (row, col, level, present) and agent (row, col, level).
+
+Several objectives (`food_types` = T > 1): food f is of type f mod T (so the
+observations, which list the food in index order, show each one's type by its
+place), and the reward is a vector of T, one objective per type (`food0`,
+`food1`, ...): a food's share is paid in its type's objective, normalised by the
+total level spawned of that type, so each objective's team total is 1 when every
+food of its type is eaten. A failed LOAD's `penalty` is paid in every objective,
+and the reference point is -penalty * max_steps in each (0 without penalty).
 info: "food_collected" (int32) foods eaten this step; "invalid_actions" (int32) agents
 whose action was out of range (they do nothing).
 """
@@ -60,7 +68,8 @@ class ForagingState(struct.PyTreeNode):
 
 class Foraging(Env):
     def __init__(self, grid_size: int = 8, n_agents: int = 2, n_food: int = 2, max_agent_level: int = 2,
-                 sight: int | None = None, force_coop: bool = False, max_steps: int = 50, penalty: float = 0.0):
+                 sight: int | None = None, force_coop: bool = False, max_steps: int = 50, penalty: float = 0.0,
+                 food_types: int = 1):
         def need(name, value, ok, what):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not ok:
                 raise ConfigError(f"{name}={value!r} is out of range; it must be {what}")
@@ -77,11 +86,18 @@ class Foraging(Env):
             need("sight", sight, isinstance(sight, int) and sight >= 1, "an integer >= 1, or None for the whole grid")
         need("max_steps", max_steps, isinstance(max_steps, int) and max_steps >= 1, "an integer >= 1")
         need("penalty", penalty, penalty >= 0, "a number >= 0")
+        need("food_types", food_types, isinstance(food_types, int) and 1 <= food_types <= n_food,
+             f"an integer in [1, n_food={n_food}] (every type needs a food)")
         if grid_size * grid_size < n_agents + n_food:
             raise ConfigError(f"grid_size={grid_size} has no room for {n_agents} agents and {n_food} food")
         self.grid_size, self.n_agents, self.n_food = grid_size, n_agents, n_food
         self.max_agent_level, self.sight, self.force_coop = max_agent_level, sight, bool(force_coop)
         self.max_steps, self.penalty = max_steps, float(penalty)
+        self.food_types = food_types
+        self.food_type = np.arange(n_food) % food_types                                   # [F]
+        self.type_onehot = np.eye(food_types, dtype=np.float32)[self.food_type]           # [F, T]
+        if food_types > 1:
+            self.reference_point = np.full(food_types, 0.0 - self.penalty * max_steps)
         obs_dim = 3 * (n_food + n_agents)
         self.spec = EnvSpec(
             name="foraging", num_agents=n_agents, obs_space=Box(-1.0, float(max(grid_size, 3 * max_agent_level)),
@@ -89,6 +105,7 @@ class Foraging(Env):
             action_space=Discrete(6), global_state_space=Box(-1.0, float(grid_size * 3 * max_agent_level),
                                                              (4 * n_food + 3 * n_agents,)),
             max_steps=max_steps, render_rgb=self.render_rgb, render_text=self.render_text,
+            reward_dim=food_types, reward_names=tuple(f"food{t}" for t in range(food_types)) if food_types > 1 else (),
         )
 
     # ----- spawning ---------------------------------------------------------------------------
@@ -127,7 +144,7 @@ class Foraging(Env):
         state = ForagingState(agent_pos=agent_pos, agent_level=levels.astype(jnp.int32), food_pos=food_pos,
                               food_level=food_level.astype(jnp.int32), food_alive=jnp.ones((f,), bool),
                               food_total=jnp.sum(food_level).astype(jnp.float32), step=jnp.zeros((), jnp.int32))
-        zeros = jnp.zeros((n,), jnp.float32)
+        zeros = jnp.zeros(self.spec.reward_shape, jnp.float32)
         return state, self._timestep(state, zeros, jnp.zeros((), bool), jnp.zeros((), bool), jnp.zeros((), jnp.int32))
 
     def state_from(self, agent_pos, agent_level, food_pos, food_level, step: int = 0) -> ForagingState:
@@ -168,11 +185,19 @@ class Foraging(Env):
         loading = (actions == LOAD)[:, None] & adjacent
         load_sum = jnp.sum(loading * state.agent_level[:, None], axis=0)            # [F]
         eaten = jnp.any(loading, axis=0) & (load_sum >= state.food_level)           # [F]
-        share = state.agent_level[:, None] * state.food_level[None, :] / (
-            jnp.maximum(load_sum, 1)[None, :] * state.food_total)
-        reward = jnp.sum(jnp.where(loading & eaten[None, :], share, 0.0), axis=1)
         failed = jnp.any(loading & ~eaten[None, :], axis=1)
-        reward = (reward - self.penalty * failed).astype(jnp.float32)
+        if self.food_types == 1:
+            share = state.agent_level[:, None] * state.food_level[None, :] / (
+                jnp.maximum(load_sum, 1)[None, :] * state.food_total)
+            reward = jnp.sum(jnp.where(loading & eaten[None, :], share, 0.0), axis=1)
+            reward = (reward - self.penalty * failed).astype(jnp.float32)
+        else:   # each food's share in its type's objective, over the level spawned of that type
+            onehot = jnp.asarray(self.type_onehot)                                          # [F, T]
+            type_total = state.food_level.astype(jnp.float32) @ onehot                      # [T]
+            share = state.agent_level[:, None] * state.food_level[None, :] / (
+                jnp.maximum(load_sum, 1)[None, :] * (onehot @ type_total)[None, :])         # [N, F]
+            reward = jnp.where(loading & eaten[None, :], share, 0.0) @ onehot               # [N, T]
+            reward = (reward - self.penalty * failed[:, None]).astype(jnp.float32)
         # movement: agents aiming at the same cell all stay
         target = state.agent_pos + _MOVES[actions]
         same = jnp.all(target[:, None, :] == target[None, :, :], -1) & ~jnp.eye(n, dtype=bool)
