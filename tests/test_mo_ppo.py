@@ -74,6 +74,24 @@ def test_bad_settings_are_refused_before_anything_compiles(overrides, words):
     assert words in str(e.value)
 
 
+def test_coplay_eval_scores_the_runs_front_against_its_reference_point(sweep):
+    from coplay.experiment.playback import evaluate_run
+
+    out = evaluate_run(sweep.run_dir, episodes=2, gif=False)
+    points = np.array(out["front"]["per_seed"])
+    assert points.shape == (2, WEIGHTS, 2) and out["front"]["reference_point"] == [0, -10]
+    for s, seed_points in enumerate(points):
+        assert out["front"]["hypervolume_per_seed"][s] == pytest.approx(
+            coplay.eval.multi_objective.hypervolume(seed_points, [0, -10]))
+
+
+def test_points_below_the_reference_point_add_nothing_and_are_counted():
+    points = np.array([[[2.0, -2.0], [10.0, -12.0]], [[-1.0, -20.0], [-2.0, -30.0]]])    # [S=2, P=2, K=2]
+    q = fronts.quality(points, np.array([0.0, -10.0]))
+    np.testing.assert_allclose(q["hypervolume"], [[16.0], [0.0]])
+    np.testing.assert_array_equal(q["below_reference"], [[1.0], [2.0]])
+
+
 def test_weights_spread_over_the_simplex_and_a_count_no_grid_has_is_refused():
     np.testing.assert_allclose(spread_weights(2, 3), [[0, 1], [0.5, 0.5], [1, 0]])
     assert spread_weights(3, 10).shape == (10, 3)

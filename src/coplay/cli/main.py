@@ -87,6 +87,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     print(f"return IQM over seeds ({out['episodes']} episodes each), 95% CI: {out['return']}")
     for name, value in sorted(out["measures"].items()):
         print(f"{name}: {value:.4g} (mean over seeds and episodes)")
+    if "front" in out:
+        f = out["front"]
+        print(f"front hypervolume IQM over seeds, 95% CI (reference point {f['reference_point']}): "
+              f"{f['hypervolume']}")
+        print(f"front expected utility IQM over seeds, 95% CI: {f['expected_utility']}")
+        if f["below_reference"]:
+            print(f"{f['below_reference']} front points lie below the reference point and add no hypervolume")
     for i, lines in enumerate(out["dialogues"]):
         print(f"dialogue {i + 1}:")
         print("\n".join(f"  {line}" for line in lines))

@@ -78,14 +78,18 @@ def utility_weights(k: int) -> np.ndarray:
 
 
 def quality(points: np.ndarray, ref: np.ndarray) -> dict[str, np.ndarray]:
-    """points: `[S, P, K]` -> `hypervolume` and `expected_utility`, each `[S, 1]` (one
-    value per seed, shaped like an evaluation's per-episode results). A seed whose
-    set has a point below the reference point in some objective is refused
-    (`hypervolume` says which)."""
+    """points: `[S, P, K]` -> `hypervolume`, `expected_utility` and `below_reference`,
+    each `[S, 1]` (one value per seed, shaped like an evaluation's per-episode
+    results). A point below the reference point in some objective adds nothing to
+    the hypervolume (as in moocore and pymoo), and `below_reference` counts such
+    points, so that a reference point set too high shows in metrics.csv instead of
+    stopping the run."""
     k = points.shape[-1]
     weights = utility_weights(k)
-    return {"hypervolume": np.array([[hypervolume(p, ref)] for p in points]),
-            "expected_utility": np.array([[expected_utility(p, weights)] for p in points])}
+    above = [p[np.all(p >= ref, axis=1)] for p in points]
+    return {"hypervolume": np.array([[hypervolume(a, ref) if len(a) else 0.0] for a in above]),
+            "expected_utility": np.array([[expected_utility(p, weights)] for p in points]),
+            "below_reference": np.array([[float(len(p) - len(a))] for p, a in zip(points, above)])}
 
 
 def summary(points: np.ndarray, env: Env, preferences: np.ndarray, ref: np.ndarray) -> dict[str, Any]:

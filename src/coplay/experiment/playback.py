@@ -13,6 +13,7 @@ from coplay.algos.base import Policy
 from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError
 from coplay.eval.stats import summarize
+from coplay.experiment import fronts
 from coplay.experiment.config import Experiment
 from coplay.experiment.evaluate import record_dialogue, record_episode, save_gif
 from coplay.experiment.runner import Plan, init_state, latest_checkpoint, plan
@@ -51,8 +52,10 @@ def load_run(run_dir: Path | str) -> LoadedRun:
 def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int = 12345, dialogues: int = 2) -> dict:
     """Evaluate the run's newest checkpoint: `episodes` per seed. Returns the
     per-seed mean returns, their IQM and 95% CI, the evaluator's other measures
-    (means over seeds and episodes), the GIF path if one was written, and on a text
-    environment `dialogues` sample dialogues of seed 0 (lists of lines)."""
+    (means over seeds and episodes), the GIF path if one was written, on a text
+    environment `dialogues` sample dialogues of seed 0 (lists of lines), and for a
+    trainer of several objectives `front`: each seed's front, its hypervolume and
+    expected utility (IQM and 95% CI over seeds) against the run's reference point."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ConfigError(f"episodes={episodes!r}: evaluation needs a whole number of at least 1 episode per seed")
     run = load_run(run_dir)
@@ -70,6 +73,15 @@ def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int 
     out = {"checkpoint": str(path), "env_steps": meta.get("env_steps"), "per_seed": per_seed.tolist(),
            "return": summarize(per_seed), "episodes": episodes, "measures": measures, "gif": None,
            "dialogues": [t for t in talks if t]}
+    points = p.trainer.front(results)          # several objectives: each seed's front, scored as in training
+    if points is not None:
+        assert p.reference is not None, "plan() sets it for a trainer with preferences"
+        q = fronts.quality(points, p.reference)
+        out["front"] = {"per_seed": points.tolist(), "reference_point": p.reference.tolist(),
+                        "hypervolume": summarize(q["hypervolume"][:, 0]),
+                        "hypervolume_per_seed": q["hypervolume"][:, 0].tolist(),
+                        "expected_utility": summarize(q["expected_utility"][:, 0]),
+                        "below_reference": int(q["below_reference"].sum())}
     if gif:
         frames = record_episode(policy, seed0, jax.random.PRNGKey(seed))
         if frames:
