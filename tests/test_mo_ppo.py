@@ -92,6 +92,15 @@ def test_points_below_the_reference_point_add_nothing_and_are_counted():
     np.testing.assert_array_equal(q["below_reference"], [[1.0], [2.0]])
 
 
+def test_a_front_of_three_objectives_is_drawn_pair_by_pair(tmp_path):
+    from PIL import Image
+
+    points = np.random.default_rng(0).uniform(0, 1, (2, 6, 3))
+    path = fronts.plot_front(tmp_path / "front.png", points, ("a", "b", "c"), None, "three objectives")
+    width, height = Image.open(path).size
+    assert width == 3 * 500 and height == 450            # one 5 x 4.5 inch panel per pair: (a, b), (a, c), (b, c)
+
+
 def test_weights_spread_over_the_simplex_and_a_count_no_grid_has_is_refused():
     np.testing.assert_allclose(spread_weights(2, 3), [[0, 1], [0.5, 0.5], [1, 0]])
     assert spread_weights(3, 10).shape == (10, 3)
