@@ -5,6 +5,7 @@ run writes about its fronts; and the settings it refuses before compiling."""
 import csv
 import json
 
+import jax
 import numpy as np
 import pytest
 
@@ -128,3 +129,51 @@ def test_the_reference_point_is_the_runs_or_the_environments_and_a_missing_one_i
     with pytest.raises(ConfigError, match="reference_point=0:-20 is read only by the trainers of several objectives"):
         plan(parse_overrides(["algo=ippo", "env=treasure", "scalarise=linear", "preference=1:0",
                               "reference_point=0:-20"]))
+
+
+TREASURE_FRONT = np.array([[2.0, -2.0], [10.0, -3.0], [14.0, -5.0], [15.0, -7.0]])
+FOUR = np.array([[0.0, 1.0], [1 / 3, 2 / 3], [2 / 3, 1 / 3], [1.0, 0.0]])
+
+
+def test_corner_weights_and_the_optimistic_improvement_by_hand():
+    from coplay.algos.common import ols
+
+    # where consecutive points of the salvage front tie: 13t - 3 = 4t - 2, 19t - 5 = 13t - 3, 22t - 7 = 19t - 5
+    np.testing.assert_allclose(ols.corner_weights(TREASURE_FRONT)[:, 0], [1 / 9, 1 / 3, 2 / 3])
+    # the whole front found: nothing left to gain at any trained weight
+    np.testing.assert_allclose(ols.improvement(FOUR, TREASURE_FRONT, FOUR), 0.0, atol=1e-9)
+    # (14, -5) missing: the programme's best point at the corner 4/9 is exactly it, 31/9 against 25/9
+    found = np.array([[2.0, -2.0], [10.0, -3.0], [10.0, -3.0], [15.0, -7.0]])
+    corners = ols.corner_weights(found)
+    np.testing.assert_allclose(corners[:, 0], [1 / 9, 4 / 9])
+    np.testing.assert_allclose(ols.improvement(corners, found, FOUR), [2 / 3, 2 / 3])
+
+
+def test_reselect_moves_a_policy_that_repeats_anothers_return_and_keeps_the_ends():
+    from coplay.algos.common import ols
+
+    weights, source = ols.reselect(np.array([[2.0, -2.0], [10.0, -3.0], [14.0, -5.0], [14.0, -5.0]]), FOUR)
+    np.testing.assert_allclose(weights[[0, 1, 3]], FOUR[[0, 1, 3]])        # the ends and a distinct point stay
+    assert weights[2, 0] == pytest.approx(1 / 9) and source.tolist() == [0, 1, 0, 3]   # from the best one there
+    weights, source = ols.reselect(TREASURE_FRONT, FOUR)
+    np.testing.assert_allclose(weights, FOUR)
+    assert source.tolist() == [0, 1, 2, 3]
+
+
+def test_ols_moves_each_seeds_lanes_between_chunks_starting_from_the_lane_best_there():
+    from coplay.experiment.runner import init_state
+
+    p = plan(parse_overrides(["algo=mo_ppo", "env=treasure", "algo.weights=4", "algo.select=ols", "seeds=2",
+                              "algo.num_envs=2", "algo.rollout_len=4"]))
+    state = init_state(p)
+    front = np.stack([[[2.0, -2.0], [10.0, -3.0], [14.0, -5.0], [14.0, -5.0]], TREASURE_FRONT])   # [S, W, K]
+    moved = p.trainer.after_evaluation(state, front)
+    np.testing.assert_allclose(p.trainer.weights_of(moved)[0, 2], [1 / 9, 8 / 9])
+    np.testing.assert_allclose(p.trainer.weights_of(moved)[1], FOUR, atol=1e-6)   # seed 1 has the whole front
+    actor = lambda s: jax.tree.leaves(p.trainer.policy_params(s)["lanes"])[0]    # noqa: E731
+    np.testing.assert_array_equal(actor(moved)[0, 2], actor(state)[0, 0])          # lane 2 starts from lane 0
+    np.testing.assert_array_equal(actor(moved)[1], actor(state)[1])
+    assert not np.array_equal(moved.lanes.key[0, 2], state.lanes.key[0, 0])       # with its own random stream
+    with pytest.raises(ConfigError, match="algo.select=ols chooses weights for two objectives; 'foraging' has 3"):
+        plan(parse_overrides(["algo=mo_ppo", "env=foraging", "env.n_food=3", "env.food_types=3", "algo.weights=6",
+                              "algo.select=ols"]))

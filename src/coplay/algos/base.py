@@ -275,6 +275,16 @@ class Trainer(abc.ABC, Generic[C]):
         return of each seed's P policies; None for a trainer of one objective."""
         return None
 
+    def after_evaluation(self, state: Any, front: np.ndarray) -> Any:
+        """Every seed's state (`[S, ...]`) after an evaluation whose fronts were `front`:
+        unchanged by default; a trainer that chooses its preferences as it goes (the
+        weight sweep's optimistic linear support) moves them here, on the host."""
+        return state
+
+    def weights_of(self, state: Any) -> np.ndarray | None:
+        """`[S, P, K]`: each seed's preferences now, where the trainer changes them."""
+        return None
+
     def evaluator(self, episodes: int) -> Evaluator:
         """`evaluate(params, key) -> dict of [episodes] arrays`: by default, `episodes`
         episodes of the policy in every seat (`algos.common.evaluation`)."""

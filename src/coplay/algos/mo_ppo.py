@@ -37,10 +37,12 @@ from flax import struct
 
 from coplay.algos import mappo
 from coplay.algos.base import Capabilities, Evaluator, Health, Policy, Trainer
+from coplay.algos.common import ols
 from coplay.algos.common.evaluation import make_evaluator
 from coplay.algos.common.preferences import check_show_weight, per_weight_results, read_front, spread_weights
 from coplay.core.config import param
 from coplay.core.env import Env
+from coplay.core.errors import ConfigError
 from coplay.core.types import TimeStep
 from coplay.wrappers import Objectives
 
@@ -57,6 +59,10 @@ class Config(mappo.Config):
                              "objectives (3 objectives: 3, 6, 10, 15, 21, ...)", min=2)
     critic: str = param("global", "each policy's critic: global (MAPPO, the global state) or local (IPPO, the "
                                    "agent's own observation)", choices=("global", "local"))
+    select: str = param("even", "how the weights are chosen: even (spread evenly, fixed), or ols (two objectives: "
+                                "after each evaluation, policies that add nothing to the front move to the corner "
+                                "weights where it can still improve most, by optimistic linear support)",
+                        choices=("even", "ols"))
     show_weight: int = param(0, "the weight (an index into the weights) whose policy `coplay eval` and `record` "
                                 "play", min=0, affects_results=False)
 
@@ -102,8 +108,11 @@ class MOPPO(Trainer[Config]):
         super().__init__(config, env, num_updates)          # refuses a scalar reward, naming who takes it
         self.lane = Lane(config, Objectives(env), num_updates)
         self.env = self.lane.env
-        self.preferences = spread_weights(env.spec.reward_dim, config.weights)     # [W, K]
+        self.preferences = spread_weights(env.spec.reward_dim, config.weights)     # [W, K] the starting weights
         self.objective_names = env.spec.objective_names
+        if config.select == "ols" and env.spec.reward_dim != 2:
+            raise ConfigError(f"algo.select=ols chooses weights for two objectives; {env.spec.name!r} has "
+                              f"{env.spec.reward_dim} ({', '.join(self.objective_names)}): use algo.select=even")
 
     def health(self) -> Health:
         return self.lane.health()
@@ -127,23 +136,48 @@ class MOPPO(Trainer[Config]):
     def policy(self) -> Policy:
         """The policy of weight `algo.show_weight`, taking every weight's parameters."""
         lane, i = self.lane.policy(), self.config.show_weight
-        return dataclasses.replace(lane, act=lambda params, *rest: lane.act(jax.tree.map(lambda p: p[i], params),
-                                                                            *rest))
+        return dataclasses.replace(lane, act=lambda params, *rest: lane.act(
+            jax.tree.map(lambda p: p[i], params["lanes"]), *rest))
 
     def policy_params(self, state: TrainState) -> Any:
-        return self.lane.policy_params(state.lanes)                     # [W, ...]
+        """Every weight's actor `[W, ...]` and the weights `[W, K]` (which `algo.select=ols` moves)."""
+        return {"lanes": self.lane.policy_params(state.lanes), "weights": state.weights}
+
+    def weights_of(self, state: TrainState) -> np.ndarray:
+        return np.asarray(state.weights)
+
+    def after_evaluation(self, state: TrainState, front: np.ndarray) -> TrainState:
+        """With `algo.select=ols`, each seed's policies that add nothing to its front move to
+        the corner weights where it can still improve most, each starting from the policy
+        best there (`coplay.algos.common.ols.reselect`). The state is every seed's, `[S, ...]`."""
+        if self.config.select != "ols":
+            return state
+        weights = np.asarray(state.weights, np.float64)                                  # [S, W, K]
+        chosen = [ols.reselect(points, w) for points, w in zip(front, weights)]
+        source = np.stack([src for _, src in chosen])                                     # [S, W]
+        if np.all(source == np.arange(source.shape[1])):
+            return state
+        seeds = np.arange(source.shape[0])[:, None]
+        lanes = jax.tree.map(lambda x: x[seeds, source], state.lanes)
+        moved = jnp.asarray(source != np.arange(source.shape[1]))
+        # a moved policy's own random stream, not its source's
+        folded = jax.vmap(jax.vmap(jax.random.fold_in))(lanes.key, jnp.broadcast_to(
+            jnp.arange(source.shape[1], dtype=jnp.uint32), source.shape))
+        lanes = lanes.replace(key=jnp.where(moved.reshape(moved.shape + (1,) * (lanes.key.ndim - 2)), folded,
+                                            lanes.key))
+        return TrainState(lanes=lanes, weights=jnp.asarray(np.stack([w for w, _ in chosen]), state.weights.dtype))
 
     def evaluator(self, episodes: int) -> Evaluator:
         """Every weight's policy plays `episodes` episodes: its
         return in each objective (`w<i>/objective/<name>`), and `return`, each
         policy's utility under its own weight averaged over the weights."""
         play = make_evaluator(self.lane.policy(), episodes)
-        w = jnp.asarray(self.preferences, jnp.float32)
+        count = self.config.weights
 
         def evaluate(params: Any, key: jax.Array) -> dict[str, jax.Array]:
             # a key per weight: a host-stepped environment's episodes cannot be shared by the weights
-            out = jax.vmap(play)(params, jax.random.split(key, w.shape[0]))   # each [W, episodes]
-            return per_weight_results(out, w, self.objective_names)
+            out = jax.vmap(play)(params["lanes"], jax.random.split(key, count))   # each [W, episodes]
+            return per_weight_results(out, params["weights"], self.objective_names)
 
         return evaluate
 

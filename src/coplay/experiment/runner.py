@@ -406,6 +406,9 @@ def _train(p: Plan, run_dir: Path, resumed: bool, stop_after_chunks: int | None)
                     if front is not None:
                         assert p.reference is not None, "plan() sets it for a trainer with preferences"
                         results.update(fronts.quality(front, p.reference))
+                        if not last:   # a trainer may move its preferences where its fronts can still improve
+                            moved = p.trainer.after_evaluation(state, front)
+                            state = state if moved is state else place(p, moved)
                     evals.append((env_steps, {k: v for k, v in results.items() if k != "finished"}))
                     per_seed.update({f"eval/{k}": v.mean(-1) for k, v in results.items() if k != "finished"})
                     write_marl_eval(run_dir, exp.env, _task_name(exp), exp.algo, evals)
@@ -443,6 +446,9 @@ def _train(p: Plan, run_dir: Path, resumed: bool, stop_after_chunks: int | None)
         assert points is not None, "a trainer with preferences returns its front"
         assert p.reference is not None, "plan() sets it for a trainer with preferences"
         extra["front"] = fronts.summary(points, p.env, p.trainer.preferences, p.reference)
+        now = p.trainer.weights_of(state)
+        if now is not None:   # the weights each seed's policies ended with
+            extra["front"]["final_weights"] = np.asarray(now).tolist()
         truth = extra["front"].get("true_front")
         fronts.plot_front(run_dir / "front.png", points, p.env.spec.objective_names,
                           None if truth is None else np.asarray(truth), f"{exp.algo} on {exp.env}: final fronts")
