@@ -6,6 +6,7 @@ task, alone and beside MOMAland's MOMAPPO on the same task.
     python benchmarks/mo_front.py --only momappo --momappo-seeds 1
     python benchmarks/mo_front.py --only conditioned         # one conditioned policy beside the sweep
     python benchmarks/mo_front.py --only known               # every environment whose front is known
+    python benchmarks/mo_front.py --only ols                 # weights chosen by OLS against an even spread
 
 The task is `treasure` (two submarines, objectives treasure and time, crew
 alone, convex values), whose true front the environment computes: (2, -2),
@@ -37,6 +38,10 @@ alone, convex values), whose true front the environment computes: (2, -2),
    front (treasure `values=concave`) or a linear one (every point ties for the
    weight that reaches the middle: the imbalancing-act games) caps what any
    linear method can find.
+5. `ols`: the sweep with fewer weights than the front has points (3 and 4;
+   the front has 4), weights spread evenly (`algo.select=even`) or moved by
+   optimistic linear support after every evaluation (`algo.select=ols`), 4
+   seeds, 61,440 steps per weight, evaluated every 6,144.
 
 Results go to benchmarks/results/mo_front.json and BENCHMARKS.md."""
 
@@ -75,6 +80,8 @@ KNOWN = {   # environment settings whose true front is computed in code
     "matrix imbalancing_act": ["env=matrix", "env.game=imbalancing_act"],
     "matrix imbalancing_act_without_m": ["env=matrix", "env.game=imbalancing_act_without_m"],
 }
+OLS_RUN = ["algo=mo_ppo", "env=treasure", f"seeds={SEEDS}", "algo.num_envs=32", "algo.rollout_len=16",
+           "algo.ent_coef=0.05", "algo.greedy_eval=true", "eval_episodes=4", "progress=false", "tensorboard=false"]
 SHARED_CHUNK = 8_192      # environment steps over all of a seed's policies between evaluations
 SWEEP = ["algo=mo_ppo", "env=treasure", f"algo.weights={WEIGHTS}", f"seeds={SEEDS}", "algo.num_envs=8",
          "algo.rollout_len=16", "algo.ent_coef=0.05", "algo.greedy_eval=true", "eval_episodes=4",
@@ -96,7 +103,8 @@ def coplay_sweep(steps_per_weight: int, chunk: int, out: Path, args: list[str] =
     return {"wall_s": wall, "true_hypervolume": front["true_hypervolume"],
             "evaluations": [{"steps_per_weight": k, **v} for k, v in sorted(evals.items())],
             "final_fronts": front["per_seed"], "final_hypervolume": result.summary["final"]["hypervolume"]["per_seed"],
-            "final_expected_utility": result.summary["final"]["expected_utility"]["per_seed"]}
+            "final_expected_utility": result.summary["final"]["expected_utility"]["per_seed"],
+            "final_weights": front.get("final_weights")}
 
 
 def momappo_fronts(steps_per_weight: int, seeds: int) -> dict | None:
@@ -177,7 +185,7 @@ def _table(sweep: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=("coplay", "momappo", "conditioned", "known"))
+    ap.add_argument("--only", choices=("coplay", "momappo", "conditioned", "known", "ols"))
     ap.add_argument("--steps", type=int, default=40_960, help="environment steps per weight of the coplay run")
     ap.add_argument("--compare-steps", type=int, default=10_240,
                     help="environment steps per weight of the side-by-side runs")
@@ -197,6 +205,10 @@ def main() -> None:
             results["known"] = {name: coplay_sweep(a.conditioned_steps, SHARED_CHUNK, Path(tmp) / f"known{i}",
                                                    base + env)
                                 for i, (name, env) in enumerate(KNOWN.items())}
+        if a.only in (None, "ols"):
+            results["ols"] = {f"{w} {sel}": coplay_sweep(61_440, 6_144, Path(tmp) / f"ols{w}{sel}",
+                                                         OLS_RUN + [f"algo.weights={w}", f"algo.select={sel}"])
+                              for w in (3, 4) for sel in ("even", "ols")}
         if a.only in (None, "coplay"):
             results["to_target"] = coplay_sweep(a.steps, CHUNK, Path(tmp) / "target")
             results["coplay_compare"] = coplay_sweep(a.compare_steps, a.compare_steps, Path(tmp) / "compare")
@@ -252,7 +264,25 @@ def report(r: dict) -> str:
         out += ["", *_conditioned(r["conditioned"], r["sweep_shared"])]
     if "known" in r:
         out += ["", *_known(r["known"])]
+    if "ols" in r:
+        out += ["", *_ols(r["ols"])]
     return "\n".join(out)
+
+
+def _ols(runs: dict) -> list[str]:
+    rows = ["### Weights chosen by optimistic linear support, against an even spread", "",
+            f"`{' '.join(OLS_RUN)} algo.weights=W algo.select=even|ols total_steps=61440 chunk_steps=6144`: fewer "
+            "weights than the front has points (it has 4; the best 3 of them make 92 of 95). Final hypervolume per "
+            "seed, its IQM, and the weights each seed ended with (weight on treasure).", "",
+            "| weights | select | final hypervolume per seed | IQM | final weights on treasure, per seed | wall s |",
+            "|---:|---|---|---:|---|---:|"]
+    for name, run in runs.items():
+        w, sel = name.split()
+        hv = run["final_hypervolume"]
+        ends = "; ".join(", ".join(f"{x[0]:.2f}" for x in seed) for seed in run["final_weights"])
+        rows.append(f"| {w} | {sel} | {', '.join(f'{h:g}' for h in hv)} | {iqm(np.array(hv)):.1f} | {ends} | "
+                    f"{run['wall_s']:.1f} |")
+    return rows
 
 
 def _known(known: dict) -> list[str]:

@@ -158,6 +158,11 @@ def test_reselect_moves_a_policy_that_repeats_anothers_return_and_keeps_the_ends
     weights, source = ols.reselect(TREASURE_FRONT, FOUR)
     np.testing.assert_allclose(weights, FOUR)
     assert source.tolist() == [0, 1, 2, 3]
+    # (5, -6) is best for no weight at all: its policy moves; (10, -3) is found by no one, so the corner
+    # between (2, -2) and (14, -5) (4t - 2 = 19t - 5: t = 1/5) is where the front can gain most
+    weights, source = ols.reselect(np.array([[2.0, -2.0], [5.0, -6.0], [14.0, -5.0], [15.0, -7.0]]), FOUR)
+    np.testing.assert_allclose(weights[[0, 2, 3]], FOUR[[0, 2, 3]])
+    assert weights[1, 0] == pytest.approx(1 / 5) and source[1] in (0, 2)
 
 
 def test_ols_moves_each_seeds_lanes_between_chunks_starting_from_the_lane_best_there():

@@ -12,8 +12,8 @@ So the most a corner weight c can still gain is the linear programme
 
 zero at a weight already trained, and largest where the front can still bend
 outward the most. `reselect` moves the policies that add nothing to the front
-(their return is not the best for their own weight, or another policy's return
-is the same) to the corner weights of largest improvement, each starting from
+(no weight prefers their return, or another policy's return is the same) to the
+corner weights of largest improvement, each starting from
 the policy that is best at its corner. The two ends of the simplex stay, so the
 programme stays bounded.
 """
@@ -74,17 +74,19 @@ def reselect(points: np.ndarray, weights: np.ndarray, tol: float = 1e-3) -> tupl
     (itself where it stays). `tol` is relative to the spread of the returns."""
     v, w = _check(points, weights)
     scale = max(float(np.ptp(v, axis=0).max()), 1e-9)
-    best_at_own = (w @ v.T).max(axis=1)
-    own = np.einsum("wk,wk->w", w, v)
+    corners = corner_weights(v)
+    # a return on the upper envelope somewhere is best at a corner weight or an end of the simplex
+    probes = np.concatenate([corners, np.eye(2)])
+    at = probes @ v.T                                                 # [probes, W]
+    on_envelope = np.any(at >= at.max(axis=1, keepdims=True) - tol * scale, axis=0)
     ends = np.any(w >= 1 - 1e-9, axis=1)
-    redundant = (own < best_at_own - tol * scale) & ~ends            # another return is better for its weight
+    redundant = ~on_envelope & ~ends                                  # no weight prefers its return
     for i in np.argsort(~ends, kind="stable"):      # the ends first: the same return as a policy that stays
         kept = ~redundant
         kept[i] = False
         same = np.all(np.abs(v - v[i]) <= tol * scale, axis=1) & kept
         if not ends[i] and same[: i].any() | (same & ends).any():
             redundant[i] = True
-    corners = corner_weights(v)
     gain = improvement(corners, v, w) if len(corners) else np.zeros(0)
     order = [c for c in np.argsort(-gain) if gain[c] > tol * scale]
     new_w, source = w.copy(), np.arange(len(v))
