@@ -1,0 +1,248 @@
+"""Offline datasets: episodes recorded from any policy coplay can run, stored in
+OG-MARL's layout so that either library reads the other's.
+
+    data = record(coplay.make("spread"), random_policy(env), episodes=100, key=key, quality="poor")
+    save(data, "datasets/spread.vlt/poor")          # atomically: a partial dataset is never a whole one
+    data = load("datasets/spread.vlt/poor", env=coplay.make("spread"))   # refused for another environment
+    dataset_stats(data)                              # returns, lengths, action coverage
+
+The experience is one stream of steps, episodes one after another, every leaf
+with a leading buffer axis of 1 and a time axis T, the leaves and shapes of
+OG-MARL's vaults:
+
+    observations  [1, T, N, O] float32   what each agent saw
+    actions       [1, T, N]    int32     what it did (float32 [1, T, N, d] for continuous actions)
+    rewards       [1, T, N]    float32   what it got for it ([1, T, N, K] with K objectives)
+    terminals     [1, T, N]    float32   1 where the episode ended with this step by the game itself
+    truncations   [1, T, N]    float32   1 where it ended by the time limit
+    infos.legals  [1, T, N, A] bool      the legal actions at the observation
+    infos.state   [1, T, S]    float32   the global state
+
+A dataset is stored through flashbax's Vault (tensorstore zarr arrays in an
+OCDBT store) at `<root>/<name>.vlt/<quality>`, OG-MARL's path scheme, with
+coplay's description of it (the environment's spec and settings, the quality,
+the seed, the policy) in the vault's metadata under "coplay". It is written to
+a hidden sibling directory and renamed into place only once complete, so a
+crash leaves no directory that `load` could mistake for a dataset.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coplay.core.env import Env
+from coplay.core.errors import ConfigError
+from coplay.core.spaces import Box
+from coplay.core.types import EnvSpec
+
+QUALITIES = ("poor", "medium", "good", "replay", "mixed")
+LEAVES = ("observations", "actions", "rewards", "terminals", "truncations")
+
+# act(key, obs [E, N, O], mask [E, N, A]) -> actions [E, N(, d)]
+Act = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
+
+
+@dataclass
+class Dataset:
+    """Recorded steps in OG-MARL's layout (module doc) and coplay's description of them."""
+
+    experience: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def steps(self) -> int:
+        return int(self.experience["observations"].shape[1])
+
+    @property
+    def episode_ends(self) -> np.ndarray:
+        """`[episodes]`: the index of each episode's last step."""
+        ended = np.maximum(self.experience["terminals"][0], self.experience["truncations"][0]).max(-1) > 0
+        return np.flatnonzero(ended)
+
+
+def spec_record(spec: EnvSpec) -> dict[str, Any]:
+    """What a dataset remembers of the environment it was made for: enough to refuse another."""
+    return {"name": spec.name, "num_agents": spec.num_agents, "obs_shape": list(spec.obs_space.shape),
+            "action_space": repr(spec.action_space), "state_shape": list(spec.global_state_space.shape),
+            "reward_dim": spec.reward_dim, "max_steps": spec.max_steps}
+
+
+def random_policy(env: Env) -> Act:
+    """Uniform over each agent's legal actions (uniform in the bounds for continuous actions)."""
+    if env.spec.discrete_actions:
+        return lambda key, obs, mask: jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf))
+    space = env.spec.action_space
+    assert isinstance(space, Box), "actions are discrete or a Box"
+    low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
+    return lambda key, obs, mask: jax.random.uniform(key, obs.shape[:2] + space.shape, jnp.float32, low, high)
+
+
+def epsilon_mixture(act: Act, env: Env, epsilon: float) -> Act:
+    """`act`, with each agent's action replaced by a random legal one with probability `epsilon`."""
+    if not 0.0 <= epsilon <= 1.0:
+        raise ConfigError(f"epsilon={epsilon} must be in [0, 1]")
+    noise = random_policy(env)
+
+    def mixed(key, obs, mask):
+        k_act, k_noise, k_coin = jax.random.split(key, 3)
+        chosen, random = act(k_act, obs, mask), noise(k_noise, obs, mask)
+        coin = jax.random.uniform(k_coin, chosen.shape[:2]) < epsilon
+        return jnp.where(coin.reshape(coin.shape + (1,) * (chosen.ndim - 2)), random, chosen)
+
+    return mixed
+
+
+def record(env: Env, act: Act, episodes: int, key: jax.Array, quality: str, meta: dict | None = None) -> Dataset:
+    """`episodes` whole episodes of `act` on `env` (each played from its reset to its end,
+    side by side), deterministic from `key`, as one stream of steps."""
+    if quality not in QUALITIES:
+        raise ConfigError(f"quality={quality!r} is not one of {', '.join(QUALITIES)}")
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ConfigError(f"episodes={episodes!r}: a dataset needs a whole number of at least 1 episode")
+    spec = env.spec
+    horizon = spec.max_steps
+
+    def play(key):
+        k_reset, k_run = jax.random.split(key)
+        state, ts = jax.vmap(env.reset)(jax.random.split(k_reset, episodes))
+        over = jnp.zeros((episodes,), bool)
+
+        def step(carry, k):
+            state, ts, over = carry
+            k_act, k_env = jax.random.split(k)
+            action = act(k_act, ts.obs.reshape(episodes, spec.num_agents, -1), ts.action_mask)
+            new_state, new_ts = jax.vmap(env.step)(state, action, jax.random.split(k_env, episodes))
+            row = {"observations": ts.obs.reshape(episodes, spec.num_agents, -1).astype(jnp.float32),
+                   "actions": action, "rewards": new_ts.reward.astype(jnp.float32),
+                   "done": new_ts.done, "truncated": new_ts.truncated, "legals": ts.action_mask,
+                   "state": ts.global_state.reshape(episodes, -1).astype(jnp.float32), "valid": ~over}
+            return (new_state, new_ts, over | new_ts.done), row
+
+        _, rows = jax.lax.scan(step, (state, ts, over), jax.random.split(k_run, horizon))
+        return rows
+
+    rows = jax.device_get(jax.jit(play)(key))                                  # each [T, E, ...]
+    valid = np.swapaxes(np.asarray(rows["valid"]), 0, 1)                       # [E, T]: the steps each episode had
+    take = lambda x: np.swapaxes(np.asarray(x), 0, 1)[valid][None]            # noqa: E731 - episodes one after another
+    n = spec.num_agents
+    done, truncated = take(rows["done"])[0], take(rows["truncated"])[0]
+    per_agent = lambda flag: np.broadcast_to(flag[:, None], (flag.shape[0], n)).astype(np.float32)[None]  # noqa: E731
+    experience = {
+        "observations": take(rows["observations"]),
+        "actions": take(rows["actions"]).astype(np.int32 if spec.discrete_actions else np.float32),
+        "rewards": take(rows["rewards"]),
+        "terminals": per_agent(done & ~truncated),
+        "truncations": per_agent(truncated),
+        "infos": {"legals": take(rows["legals"]).astype(bool), "state": take(rows["state"])},
+    }
+    description = {"env": spec_record(spec), "quality": quality, "episodes": episodes, **(meta or {})}
+    return Dataset(experience, description)
+
+
+def dataset_stats(data: Dataset) -> dict[str, Any]:
+    """Episode returns (each agent's, averaged over agents; per objective with several),
+    lengths, and for discrete actions the share of each agent's actions taken at least once."""
+    ends = data.episode_ends
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    rewards = data.experience["rewards"][0]
+    returns = np.stack([rewards[s:e + 1].sum(0).mean(0) for s, e in zip(starts, ends)]) if len(ends) else np.zeros(0)
+    out: dict[str, Any] = {"episodes": int(len(ends)), "steps": data.steps,
+                           "return_mean": np.asarray(returns.mean(0)).tolist() if len(ends) else None,
+                           "return_min": np.asarray(returns.min(0)).tolist() if len(ends) else None,
+                           "return_max": np.asarray(returns.max(0)).tolist() if len(ends) else None,
+                           "length_mean": float(np.mean(ends - starts + 1)) if len(ends) else None,
+                           "returns": returns.tolist()}
+    actions = data.experience["actions"][0]
+    legals = data.experience["infos"]["legals"][0]
+    if actions.ndim == 2 and legals.shape[-1]:
+        taken = np.zeros(legals.shape[1:], bool)                                  # [N, A]
+        taken[np.arange(actions.shape[1])[None, :].repeat(len(actions), 0), actions] = True
+        out["action_coverage"] = taken.mean(-1).tolist()                          # per agent
+    return out
+
+
+# ----- storage -------------------------------------------------------------------------------------
+
+
+def _vault_path(path: str | os.PathLike) -> tuple[Path, str, str]:
+    """`<root>/<name>.vlt/<uid>` -> (root, name.vlt, uid)."""
+    p = Path(path).absolute()
+    if not p.parent.name:
+        raise ConfigError(f"a dataset path is <directory>/<name>.vlt/<quality>, got {str(path)!r}")
+    return p.parent.parent, p.parent.name, p.name
+
+
+def _quiet() -> contextlib.AbstractContextManager:
+    return contextlib.redirect_stdout(io.StringIO())   # flashbax's Vault prints where it writes
+
+
+def save(data: Dataset, path: str | os.PathLike) -> Path:
+    """Write `data` at `path` (`<root>/<name>.vlt/<quality>`), atomically. An existing
+    dataset there is refused, not overwritten."""
+    from flashbax.buffers.trajectory_buffer import TrajectoryBufferState
+    from flashbax.vault import Vault
+
+    root, name, uid = _vault_path(path)
+    final = root / name / uid
+    if final.exists():
+        raise ConfigError(f"{final} already exists; remove it or record to another path")
+    if data.steps == 0:
+        raise ConfigError("the dataset is empty: it has no steps to save")
+    partial = f".{uid}.partial-{os.getpid()}"
+    shutil.rmtree(root / name / partial, ignore_errors=True)
+    experience = jax.tree.map(jnp.asarray, data.experience)
+    state = TrajectoryBufferState(experience=experience, current_index=jnp.asarray(data.steps, jnp.int32),
+                                  is_full=jnp.asarray(False))
+    meta = {"coplay": json.loads(json.dumps({**data.meta, "steps": data.steps}))}
+    with _quiet():
+        vault = Vault(vault_name=name, experience_structure=experience, rel_dir=str(root), vault_uid=partial,
+                      metadata=meta)
+        written = vault.write(state)
+    if written != data.steps:
+        raise ConfigError(f"writing {final} stored {written} of {data.steps} steps")
+    os.replace(root / name / partial, final)             # complete: only now does the dataset exist
+    return final
+
+
+def load(path: str | os.PathLike, env: Env | None = None) -> Dataset:
+    """Read the dataset at `path`; with `env`, refuse one made for another environment.
+    A vault written by OG-MARL (no coplay description) is read as it is."""
+    from flashbax.vault import Vault
+
+    root, name, uid = _vault_path(path)
+    where = root / name / uid
+    if not (where / "metadata.json").exists():
+        partial = sorted(p.name for p in (root / name).glob(f".{uid}.partial-*")) if (root / name).exists() else []
+        hint = f" (an unfinished write was left as {partial[0]})" if partial else ""
+        raise ConfigError(f"no dataset at {where}{hint}")
+    try:
+        meta = json.loads((where / "metadata.json").read_text()).get("coplay", {})
+        with _quiet():
+            experience = Vault(vault_name=name, rel_dir=str(root), vault_uid=uid).read().experience
+    except Exception as e:   # noqa: BLE001 - tensorstore and json raise their own kinds on damaged files
+        raise ConfigError(f"the dataset at {where} cannot be read: {type(e).__name__}: {e}") from None
+    experience = jax.tree.map(np.asarray, experience)
+    data = Dataset(experience, meta)
+    if "steps" in meta and data.steps != meta["steps"]:
+        raise ConfigError(f"the dataset at {where} holds {data.steps} steps of the {meta['steps']} it was written "
+                          "with: it is truncated or damaged")
+    if data.steps == 0:
+        raise ConfigError(f"the dataset at {where} is empty")
+    if env is not None and "env" in meta and meta["env"] != spec_record(env.spec):
+        theirs, ours = meta["env"], spec_record(env.spec)
+        diff = ", ".join(f"{k}: {theirs.get(k)} here, {ours[k]} in {env.spec.name!r}" for k in ours
+                         if theirs.get(k) != ours[k])
+        raise ConfigError(f"the dataset at {where} was made for another environment ({diff})")
+    return data
