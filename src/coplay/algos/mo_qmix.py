@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from coplay.algos import qmix
 from coplay.algos.base import Capabilities
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.conditioned import CONDITIONED_RETURN, Conditioned
+from coplay.algos.common.conditioned import CONDITIONED_RETURN, Conditioned, concentration_param, weights_param
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.nets import init_stacked
@@ -45,10 +45,8 @@ from coplay.nets.agent import AgentNet
 class Config(qmix.Config):
     # The front is one of undiscounted episode returns: a longer horizon than the Q family's default.
     gamma: float = param(0.99, "discount", min=0.0, max=1.0)
-    weights: int = param(16, "preference weights each evaluation plays the network at, spread evenly over the "
-                             "simplex of the objectives (3 objectives: 3, 6, 10, 15, 21, ...)", min=2)
-    concentration: float = param(1.0, "Dirichlet concentration of the weight drawn for each episode: 1 is uniform "
-                                      "over the simplex, below 1 favours its corners", min=0.0, min_exclusive=True)
+    weights: int = weights_param()
+    concentration: float = concentration_param()
     show_weight: int = param(0, "the weight (an index into the weights) that `coplay eval` and `record` play the "
                                 "network at", min=0, affects_results=False)
 
@@ -71,7 +69,6 @@ class MOQMIX(Conditioned, qmix.QMIX):
         k = env.spec.reward_dim
         super().__init__(config, self.conditioned_env(env, config), num_updates)
         c = config
-        self.num_objectives = k
         self.net = AgentNet(self.num_actions * k, c.hidden_size, c.num_layers, c.activation, c.recurrent,
                             head_scale=1.0)
         self.weight_at = env.spec.obs_space.shape[0]     # the weight follows the environment's own observation
@@ -120,8 +117,3 @@ class MOQMIX(Conditioned, qmix.QMIX):
             q_taken, next_value, w["reward"], params["mixer"], target_params["mixer"])
         return jnp.mean(losses), {"q_taken": jnp.mean(q_taken), "q_target": jnp.mean(targets)}
 
-    def update(self, state):
-        state, metrics = super().update(state)
-        metrics.pop("return_sum", None)
-        metrics["return"] = metrics["utility"]   # not the mean of the objectives that QMIX's return would be
-        return state, metrics

@@ -35,9 +35,8 @@ from coplay.algos import mo_ppo
 from coplay.algos.base import Capabilities
 from coplay.algos.common import ppo
 from coplay.algos.common.advantages import gae
-from coplay.algos.common.conditioned import CONDITIONED_RETURN, Conditioned
+from coplay.algos.common.conditioned import CONDITIONED_RETURN, Conditioned, concentration_param, weights_param
 from coplay.algos.common.rollout import Transition
-from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.nets.agent import AgentNet
 from coplay.wrappers import Preference
@@ -45,10 +44,8 @@ from coplay.wrappers import Preference
 
 @dataclass(frozen=True)
 class Config(mo_ppo.Config):
-    weights: int = param(16, "preference weights each evaluation plays the policy at, spread evenly over the "
-                             "simplex of the objectives (3 objectives: 3, 6, 10, 15, 21, ...)", min=2)
-    concentration: float = param(1.0, "Dirichlet concentration of the weight drawn for each episode: 1 is uniform "
-                                      "over the simplex, below 1 favours its corners", min=0.0, min_exclusive=True)
+    weights: int = weights_param()
+    concentration: float = concentration_param()
 
 
 class PCMAPPO(Conditioned, mo_ppo.Lane):
@@ -63,7 +60,6 @@ class PCMAPPO(Conditioned, mo_ppo.Lane):
     def __init__(self, config: Config, env: Env, num_updates: int):
         super().__init__(config, self.conditioned_env(env, config), num_updates)
         c, k = config, env.spec.reward_dim
-        self.num_objectives = k
         self.critic = AgentNet(k, c.hidden_size, c.num_layers, c.activation, c.recurrent, head_scale=1.0)
 
     # ----- learning: a vector critic, and the utility of the vector advantage --------------------
@@ -82,8 +78,3 @@ class PCMAPPO(Conditioned, mo_ppo.Lane):
         per_head = jnp.broadcast_to(mb["active"][..., None], values.shape)   # every head's error, averaged
         return ppo.objective(self.dist, logits, values, mb, self.config, mb["active"], per_head)
 
-    def update(self, state):
-        state, metrics = super().update(state)
-        metrics.pop("return_sum", None)
-        metrics["return"] = metrics["utility"]   # not the mean of the objectives that MAPPO's return would be
-        return state, metrics

@@ -21,8 +21,22 @@ import numpy as np
 from coplay.algos.base import Capabilities, Evaluator, Policy, check_env_support
 from coplay.algos.common.evaluation import make_evaluator
 from coplay.algos.common.preferences import check_show_weight, per_weight_results, read_front, spread_weights
+from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.wrappers import Objectives, Preference
+
+
+def weights_param() -> Any:
+    """The `algo.weights` field of a conditioned trainer's config."""
+    return param(16, "preference weights each evaluation plays the network at, spread evenly over the simplex of "
+                     "the objectives (3 objectives: 3, 6, 10, 15, 21, ...)", min=2)
+
+
+def concentration_param() -> Any:
+    """The `algo.concentration` field of a conditioned trainer's config."""
+    return param(1.0, "Dirichlet concentration of the weight drawn for each episode: 1 is uniform over the simplex, "
+                      "below 1 favours its corners", min=0.0, min_exclusive=True)
+
 
 CONDITIONED_RETURN = ("episode utility w . R under the weight the episode was played for, averaged over agents "
                       "(and, in evaluations, over the evaluation weights; undiscounted)")
@@ -37,6 +51,7 @@ class Conditioned:
     objectives: Env                 # the environment with its vector reward, before the preference is shown
     preferences: np.ndarray | None  # [W, K] the evaluation's weights (set by `conditioned_env`)
     objective_names: tuple[str, ...]
+    num_objectives: int
     wrap: Callable[[Env], Env]      # the family trainer's: the environment as it steps it
 
     def conditioned_env(self, env: Env, config: Any) -> Env:
@@ -46,9 +61,18 @@ class Conditioned:
         check_env_support(env.spec, self.name, self.capabilities)
         check_show_weight(config)
         self.objectives = Objectives(env)
+        self.num_objectives = env.spec.reward_dim
         self.preferences = spread_weights(env.spec.reward_dim, config.weights)
         self.objective_names = env.spec.objective_names
         return Preference(self.objectives, concentration=config.concentration)
+
+    def update(self, state: Any) -> tuple[Any, dict[str, jax.Array]]:
+        """The family trainer's update; `return` is the utility w . R of each episode under its
+        own weight, not the mean of the objectives the family would report."""
+        state, metrics = super().update(state)  # type: ignore[misc]
+        metrics.pop("return_sum", None)
+        metrics["return"] = metrics["utility"]
+        return state, metrics
 
     def at_weight(self, weight: Any) -> Policy:
         """The policy acting for one preference (`[K]`; may be traced)."""
