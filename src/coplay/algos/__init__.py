@@ -23,7 +23,7 @@ from coplay.algos import (
     selfplay_ppo,
     vdn,
 )
-from coplay.algos.base import RolloutConfig, Trainer
+from coplay.algos.base import Trainer, TrainerConfig
 from coplay.algos.solvers import SOLVERS
 from coplay.core.errors import UnknownNameError
 from coplay.core.registry import Entry, Registry
@@ -72,7 +72,7 @@ def get_algo(name: str) -> Entry:
     return ALGOS.get(name)
 
 
-def algo_config_class(name: str) -> type[RolloutConfig]:
+def algo_config_class(name: str) -> type[TrainerConfig]:
     """The config dataclass of the registered algorithm `name`."""
     config = ALGOS.get(name).config
     assert config is not None, f"algorithm {name!r} was registered without a config class"

@@ -21,9 +21,10 @@ environment are declared with `per_env()`, so the scale layer can split them
 over devices without guessing from shapes (`env_axis_mask`).
 
 Configs are frozen dataclasses of `param()` fields; the families share bases
-(`RolloutConfig` here, `PPOConfig` in `algos/common/ppo.py`, `QConfig` in
-`algos/common/q_learning.py`), and `config.steps_per_update` is known before
-any trainer is built.
+(`TrainerConfig` and `RolloutConfig` here, `PPOConfig` in `algos/common/ppo.py`,
+`QLearnConfig` and `QConfig` in `algos/common/q_learning.py`, `OfflineConfig` in
+`algos/common/offline.py`), and `config.steps_per_update` is known before any
+trainer is built.
 
 Policies act through one interface so any trained policy, scripted bot or
 search agent can be dropped into the same evaluation:
@@ -183,7 +184,23 @@ class Health:
 
 
 @dataclass(frozen=True)
-class RolloutConfig:
+class TrainerConfig:
+    """What every trainer's config tells the runner: how many steps one update counts
+    (environment steps for trainers that act; gradient steps for offline learners)."""
+
+    @property
+    def steps_per_update(self) -> int:
+        raise NotImplementedError
+
+    def update_steps(self, spec: EnvSpec) -> int:
+        """Steps per seed in one update on the environment `spec`: the same on every
+        environment, except for families whose rollout length is read from the
+        environment (whole episodes)."""
+        return self.steps_per_update
+
+
+@dataclass(frozen=True)
+class RolloutConfig(TrainerConfig):
     """What every trainer that collects experience from parallel environments has."""
 
     num_envs: int = param(64, "parallel environments per seed", min=1)
@@ -194,17 +211,11 @@ class RolloutConfig:
         """Environment steps per seed in one update."""
         return self.num_envs * self.rollout_len
 
-    def update_steps(self, spec: EnvSpec) -> int:
-        """Environment steps per seed in one update on the environment `spec`: the same
-        on every environment, except for families whose rollout length is read
-        from the environment (whole episodes)."""
-        return self.steps_per_update
-
 
 # ----- the trainer -------------------------------------------------------------------------------------
 
 
-C = TypeVar("C", bound=RolloutConfig)
+C = TypeVar("C", bound=TrainerConfig)
 
 
 class Trainer(abc.ABC, Generic[C]):
@@ -213,7 +224,7 @@ class Trainer(abc.ABC, Generic[C]):
     implement the four abstract methods."""
 
     name: ClassVar[str]                          # the registry name, used in messages
-    config_class: ClassVar[type[RolloutConfig]]  # its config dataclass
+    config_class: ClassVar[type[TrainerConfig]]  # its config dataclass
     capabilities: ClassVar[Capabilities]
     return_convention: ClassVar[str] = PER_AGENT_RETURN   # what eval/return means, for summary.json
 
@@ -232,12 +243,13 @@ class Trainer(abc.ABC, Generic[C]):
 
     @property
     def num_envs(self) -> int:
-        """Parallel environments per seed (the axis `per_env` fields split over)."""
-        return int(self.config.num_envs)
+        """Parallel environments per seed (the axis `per_env` fields split over; 1 for a
+        trainer that steps no environment)."""
+        return int(getattr(self.config, "num_envs", 1))
 
     @property
     def steps_per_update(self) -> int:
-        """Environment steps per seed in one update."""
+        """Steps per seed in one update (environment steps; gradient steps offline)."""
         return int(self.config.update_steps(self.spec))
 
     @abc.abstractmethod

@@ -19,26 +19,22 @@ Acting, replay, target networks and n-step windows are the Q family's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from coplay.algos.base import Capabilities
 from coplay.algos.common import q_learning as ql
+from coplay.algos.common.mixing import MixerConfig, Mixing
 from coplay.algos.common.q_trainer import QLearner
-from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.types import TimeStep
-from coplay.nets.mixers import MonotonicMixer
 
 
 @dataclass(frozen=True)
-class Config(ql.QConfig):
-    mixer_embed: int = param(32, "width of the mixing network's hidden layer", min=1)
-    hypernet_hidden: int = param(64, "hidden units of the hypernetworks that produce the mixing weights", min=1)
-    mixer_init_scale: float = param(0.01, "initial scale (variance) of the hypernetworks' output layers: small "
-                                          "starts Q_tot near the state value", min=0.0, min_exclusive=True)
+class Config(MixerConfig, ql.QConfig):
+    pass
 
 
 class QMIX(QLearner[Config]):
@@ -48,23 +44,16 @@ class QMIX(QLearner[Config]):
 
     def __init__(self, config: Config, env: Env, num_updates: int):
         super().__init__(config, env, num_updates)
-        self.mixer = MonotonicMixer(config.mixer_embed, config.hypernet_hidden, config.mixer_init_scale)
+        self.mixing = Mixing("qmix", self.num_agents, config)
 
     def init_mixer(self, key: jax.Array, global_state: jax.Array) -> Any:
-        state = global_state.reshape(global_state.shape[0], -1)
-        return self.mixer.init(key, jnp.zeros((state.shape[0], self.num_agents)), state)
+        return self.mixing.init(key, global_state)
 
     def replay_item(self, ts: TimeStep, action, reward, done, carry) -> dict[str, jax.Array]:
         return {**super().replay_item(ts, action, reward, done, carry), "global_state": ts.global_state}
 
-    def _mix(self, mixer_params: dict):
-        def mix(q: jax.Array, state: jax.Array | None) -> jax.Array:
-            assert state is not None, "QMIX stores the global state in replay"
-            t, b = q.shape[:2]
-            out = self.mixer.apply(mixer_params, q.reshape(t * b, -1), state.reshape(t * b, -1))
-            return jnp.reshape(cast(jax.Array, out), (t, b))
-
-        return mix
+    def _mix(self, mixer_params: dict) -> ql.Mix:
+        return self.mixing.mix(mixer_params)
 
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
         c = self.config

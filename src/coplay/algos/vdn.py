@@ -20,16 +20,13 @@ import jax
 import jax.numpy as jnp
 
 from coplay.algos.common import q_learning as ql
+from coplay.algos.common.mixing import vdn_sum
 from coplay.algos.common.q_trainer import QLearner
 
 
 @dataclass(frozen=True)
 class Config(ql.QConfig):
     pass
-
-
-def _sum(q: jax.Array, state: jax.Array | None) -> jax.Array:
-    return jnp.sum(q, axis=-1)
 
 
 class VDN(QLearner[Config]):
@@ -39,5 +36,5 @@ class VDN(QLearner[Config]):
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
         c = self.config
         q_taken, next_value, w = self.td_inputs(params, target_params, w)          # [T, B, N]
-        loss, target = ql.team_td_loss(q_taken, next_value, w, _sum, _sum, c.gamma, c.n_step, c.loss)
+        loss, target = ql.team_td_loss(q_taken, next_value, w, vdn_sum, vdn_sum, c.gamma, c.n_step, c.loss)
         return loss, {"q_taken": jnp.mean(q_taken), "q_target": jnp.mean(target)}

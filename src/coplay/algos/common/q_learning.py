@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from coplay.algos.base import RolloutConfig
+from coplay.algos.base import RolloutConfig, TrainerConfig
 from coplay.core.config import param
 from coplay.nets import ACTIVATIONS, distributions
 
@@ -21,26 +21,20 @@ RECURRENT_SEQ_LEN = 20  # trained steps per window when recurrent and seq_len = 
 
 
 @dataclass(frozen=True)
-class QConfig(RolloutConfig):
-    """The fields every Q-learning trainer has (IQL, VDN, QMIX)."""
+class QLearnConfig(TrainerConfig):
+    """What learning Q-values needs, from an agent's own experience or from a dataset:
+    the networks, the optimiser, the TD targets and the target network."""
 
     lr: float = param(1e-3, "Adam learning rate", min=0.0, min_exclusive=True)
     anneal_lr: bool = param(True, "decay the learning rate linearly to 0 over the run")
-    num_envs: int = param(16, "parallel environments per seed", min=1)
-    rollout_len: int = param(8, "steps per environment between updates", min=1)
-    buffer_size: int = param(50_000, "replay capacity in environment steps, per seed", min=1)
     batch_size: int = param(64, "windows sampled per gradient step", min=1)
     grad_steps: int = param(2, "gradient steps per update", min=1)
-    learning_starts: int = param(5_000, "environment steps collected before learning begins", min=0)
     gamma: float = param(0.95, "discount", min=0.0, max=1.0)
     n_step: int = param(1, "steps of reward before bootstrapping (n-step returns)", min=1)
     double_q: bool = param(True, "bootstrap with the target network's value of the online network's best action")
     target_interval: int = param(100, "gradient steps between target-network updates", min=1)
     tau: float = param(1.0, "target update size: 1 = hard copy, < 1 = Polyak averaging", min=0.0, max=1.0,
                        min_exclusive=True)
-    eps_start: float = param(1.0, "exploration rate at the start", min=0.0, max=1.0)
-    eps_finish: float = param(0.05, "exploration rate after the decay", min=0.0, max=1.0)
-    eps_decay: float = param(0.3, "fraction of the run over which exploration decays linearly", min=0.0, max=1.0)
     eval_epsilon: float = param(0.0, "exploration rate when evaluating", min=0.0, max=1.0)
     loss: str = param("mse", "TD loss", choices=("mse", "huber"))
     max_grad_norm: float = param(10.0, "global gradient-norm clip", min=0.0, min_exclusive=True)
@@ -54,6 +48,19 @@ class QConfig(RolloutConfig):
     share_params: bool = param(True, "one network for all agents (else one per agent)")
     agent_id: bool = param(True, "append a one-hot agent id to observations when sharing parameters")
 
+
+@dataclass(frozen=True)
+class QConfig(QLearnConfig, RolloutConfig):
+    """The fields every Q-learning trainer that acts has (IQL, VDN, QMIX): the above, and
+    the environments it explores, its replay and its exploration schedule."""
+
+    num_envs: int = param(16, "parallel environments per seed", min=1)
+    rollout_len: int = param(8, "steps per environment between updates", min=1)
+    buffer_size: int = param(50_000, "replay capacity in environment steps, per seed", min=1)
+    learning_starts: int = param(5_000, "environment steps collected before learning begins", min=0)
+    eps_start: float = param(1.0, "exploration rate at the start", min=0.0, max=1.0)
+    eps_finish: float = param(0.05, "exploration rate after the decay", min=0.0, max=1.0)
+    eps_decay: float = param(0.3, "fraction of the run over which exploration decays linearly", min=0.0, max=1.0)
 
 
 def epsilon_schedule(start: float, finish: float, decay_steps: float) -> optax.Schedule:

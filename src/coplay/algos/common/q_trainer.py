@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import abc
 import math
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import jax
@@ -55,31 +56,28 @@ class TrainState:
 
 
 QC = TypeVar("QC", bound=QConfig)
+LC = TypeVar("LC", bound=ql.QLearnConfig)
 
 
-class QLearner(Trainer[QC]):
-    """The Q family's trainer for one seed; `update` is pure and the experiment
-    layer vmaps it over seeds. A subclass is an algorithm: it gives `loss`, and
-    where it has a mixer, `init_mixer` and the replay fields the mixer reads."""
+class QFamily(Trainer[LC]):
+    """What every Q-value learner has, whether it acts (`QLearner`) or learns from a
+    dataset (`coplay.algos.common.offline.OfflineQLearner`): the agents' network,
+    the optimiser, acting greedily on legal actions, the TD inputs of a window and
+    the gradient steps on a loss. A subclass gives `loss`."""
 
-    config_class = QConfig
     capabilities = Capabilities(recurrent=True)
 
     def health(self) -> Health:
         """A TD loss that does not grow 10,000-fold."""
         return Health(steady=("loss/td",))
 
-    def __init__(self, config: QC, env: Env, num_updates: int):
+    def __init__(self, config: LC, env: Env, num_updates: int):
         super().__init__(config, env, num_updates)
         spec = env.spec
         c = config
         if c.burn_in and not c.recurrent:
             raise ConfigError(f"algo.burn_in={c.burn_in} needs algo.recurrent=true (a feed-forward agent has no "
                               "state to warm up)")
-        total = num_updates * c.steps_per_update
-        if c.learning_starts >= total:
-            raise ConfigError(f"algo.learning_starts={c.learning_starts} is not below the run's {total} environment "
-                              "steps per seed, so nothing would be learned; lower it or raise total_steps")
         self.train_len = c.seq_len or (ql.RECURRENT_SEQ_LEN if c.recurrent else 1)
         self.burn_in = c.burn_in
         self.window = self.burn_in + self.train_len + c.n_step
@@ -91,10 +89,6 @@ class QLearner(Trainer[QC]):
         self.carry_size = c.hidden_size if c.recurrent else 0
         lr = optax.linear_schedule(c.lr, 0.0, max(num_updates * c.grad_steps, 1)) if c.anneal_lr else c.lr
         self.optimizer = optax.chain(optax.clip_by_global_norm(c.max_grad_norm), optax.adam(lr))
-        self.epsilon = ql.epsilon_schedule(c.eps_start, c.eps_finish,
-                                           c.eps_decay * num_updates * self.steps_per_update)
-        self.buffer = make_window_buffer(c.num_envs, c.buffer_size, self.window, c.batch_size,
-                                         min_steps=math.ceil(c.learning_starts / c.num_envs))
 
     def wrap(self, env: Env) -> Env:
         """The environment as the trainer steps it (`rollout.acting_env`)."""
@@ -109,15 +103,6 @@ class QLearner(Trainer[QC]):
     def init_mixer(self, key: jax.Array, global_state: jax.Array) -> Any:
         """Parameters of a mixing network (none by default); global_state: [1, ...]."""
         return {}
-
-    def replay_item(self, ts: TimeStep, action: jax.Array, reward: jax.Array, done: jax.Array,
-                    carry: jax.Array) -> dict[str, jax.Array]:
-        """What one step stores in replay (a mixer that reads the state adds `global_state`)."""
-        item = {"obs": ts.obs, "action_mask": ts.action_mask, "active": ts.active, "action": action,
-                "reward": reward.astype(jnp.float32), "done": done, "reset": ts.done}
-        if self.config.recurrent:
-            item["carry"] = carry
-        return item
 
     # ----- networks ----------------------------------------------------------------------------
     def initial_carry(self, batch: tuple[int, ...]) -> jax.Array:
@@ -134,9 +119,8 @@ class QLearner(Trainer[QC]):
         return apply_agents(self.net, agent_params, carry, obs, reset, self.config.share_params)
 
     # ----- initialisation (one seed, outside vmap) ------------------------------------------
-    def init(self, key: jax.Array) -> TrainState:
-        k_net, k_mix, k_env, k_state = jax.random.split(key, 4)
-        env_state, ts = reset_envs(self.env, k_env, self.config.num_envs)
+    def init_params(self, k_net: jax.Array, k_mix: jax.Array, ts: TimeStep) -> dict:
+        """`{"agent", "mixer"}` for observations and global state shaped like `ts`'s ([E, N, ...])."""
         obs = ts.obs[0].reshape(self.num_agents, -1)
         carry, reset = jnp.zeros((1, self.carry_size)), jnp.zeros((1,), bool)
         init_one = lambda k: self.net.init(k, carry, obs[:1], reset)  # noqa: E731
@@ -144,16 +128,7 @@ class QLearner(Trainer[QC]):
             agent = init_one(k_net)
         else:
             agent = init_stacked(init_one, jax.random.split(k_net, self.num_agents))
-        params = {"agent": agent, "mixer": self.init_mixer(k_mix, ts.global_state[:1])}
-        first = jax.tree.map(lambda x: x[0], ts)
-        example = self.replay_item(first, jnp.zeros(self.num_agents, jnp.int32), first.reward, first.done,
-                                   self.initial_carry(()))
-        return TrainState(
-            params=params, target_params=params, opt_state=self.optimizer.init(params),
-            buffer=self.buffer.init(example), env_state=env_state, ts=ts,
-            carry=self.initial_carry((self.config.num_envs,)), key=k_state,
-            updates=jnp.zeros((), jnp.int32), grad_steps=jnp.zeros((), jnp.int32),
-        )
+        return {"agent": agent, "mixer": self.init_mixer(k_mix, ts.global_state[:1])}
 
     # ----- acting -----------------------------------------------------------------------------
     def policy(self) -> Policy:
@@ -207,6 +182,71 @@ class QLearner(Trainer[QC]):
         next_value = ql.bootstrap_value(q[n:n + t], q_target[n:n + t], w["action_mask"][n:n + t], c.double_q)
         return q_taken, next_value, w
 
+    def learn(self, params: dict, target_params: dict, opt_state: Any, count: jax.Array,
+              sample: Callable[[jax.Array], dict], keys: jax.Array, ready: jax.Array | bool = True):
+        """One gradient step on `loss` per key, each on a window `sample(key)`, with the
+        target network moved every `target_interval` steps. While not `ready` (a replay
+        buffer short of `learning_starts`) each step is computed and discarded.
+        Returns ((params, target_params, opt_state, count), statistics [steps])."""
+        c = self.config
+
+        def grad_step(carry, k):
+            params, target_params, opt_state, count = carry
+            w = sample(k)
+            (loss, stats), grads = jax.value_and_grad(self.loss, has_aux=True)(params, target_params, w)
+            updates, new_opt_state = self.optimizer.update(grads, opt_state, params)
+            new_params = optax.apply_updates(params, updates)
+            new_target = ql.update_target(new_params, target_params, count + 1, c.target_interval, c.tau)
+            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(ready, a, b), new, old)  # noqa: E731
+            carry = (keep(new_params, params), keep(new_target, target_params), keep(new_opt_state, opt_state),
+                     jnp.where(ready, count + 1, count))
+            return carry, {"loss/td": loss, "grad_norm": optax.tree.norm(grads), **stats}
+
+        return jax.lax.scan(grad_step, (params, target_params, opt_state, count), keys)
+
+
+class QLearner(QFamily[QC]):
+    """The Q family's trainer for one seed; `update` is pure and the experiment
+    layer vmaps it over seeds. A subclass is an algorithm: it gives `loss`, and
+    where it has a mixer, `init_mixer` and the replay fields the mixer reads."""
+
+    config_class = QConfig
+
+    def __init__(self, config: QC, env: Env, num_updates: int):
+        super().__init__(config, env, num_updates)
+        c = config
+        total = num_updates * c.steps_per_update
+        if c.learning_starts >= total:
+            raise ConfigError(f"algo.learning_starts={c.learning_starts} is not below the run's {total} environment "
+                              "steps per seed, so nothing would be learned; lower it or raise total_steps")
+        self.epsilon = ql.epsilon_schedule(c.eps_start, c.eps_finish,
+                                           c.eps_decay * num_updates * self.steps_per_update)
+        self.buffer = make_window_buffer(c.num_envs, c.buffer_size, self.window, c.batch_size,
+                                         min_steps=math.ceil(c.learning_starts / c.num_envs))
+
+    def replay_item(self, ts: TimeStep, action: jax.Array, reward: jax.Array, done: jax.Array,
+                    carry: jax.Array) -> dict[str, jax.Array]:
+        """What one step stores in replay (a mixer that reads the state adds `global_state`)."""
+        item = {"obs": ts.obs, "action_mask": ts.action_mask, "active": ts.active, "action": action,
+                "reward": reward.astype(jnp.float32), "done": done, "reset": ts.done}
+        if self.config.recurrent:
+            item["carry"] = carry
+        return item
+
+    def init(self, key: jax.Array) -> TrainState:
+        k_net, k_mix, k_env, k_state = jax.random.split(key, 4)
+        env_state, ts = reset_envs(self.env, k_env, self.config.num_envs)
+        params = self.init_params(k_net, k_mix, ts)
+        first = jax.tree.map(lambda x: x[0], ts)
+        example = self.replay_item(first, jnp.zeros(self.num_agents, jnp.int32), first.reward, first.done,
+                                   self.initial_carry(()))
+        return TrainState(
+            params=params, target_params=params, opt_state=self.optimizer.init(params),
+            buffer=self.buffer.init(example), env_state=env_state, ts=ts,
+            carry=self.initial_carry((self.config.num_envs,)), key=k_state,
+            updates=jnp.zeros((), jnp.int32), grad_steps=jnp.zeros((), jnp.int32),
+        )
+
     def update(self, state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
         c = self.config
         key, k_roll, k_learn = jax.random.split(state.key, 3)
@@ -220,23 +260,9 @@ class QLearner(Trainer[QC]):
                                                c.rollout_len)
         buffer = add_rollout(self.buffer, state.buffer, self._items(traj))
         ready = self.buffer.can_sample(buffer)
-
-        def grad_step(carry, k):
-            params, target_params, opt_state, count = carry
-            w = sample_windows(self.buffer, buffer, k)
-            (loss, stats), grads = jax.value_and_grad(self.loss, has_aux=True)(params, target_params, w)
-            updates, new_opt_state = self.optimizer.update(grads, opt_state, params)
-            new_params = optax.apply_updates(params, updates)
-            new_target = ql.update_target(new_params, target_params, count + 1, c.target_interval, c.tau)
-            # Until the buffer holds learning_starts steps, the step is computed and discarded.
-            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(ready, a, b), new, old)  # noqa: E731
-            carry = (keep(new_params, params), keep(new_target, target_params), keep(new_opt_state, opt_state),
-                     jnp.where(ready, count + 1, count))
-            return carry, {"loss/td": loss, "grad_norm": optax.tree.norm(grads), **stats}
-
-        (params, target_params, opt_state, count), stats = jax.lax.scan(
-            grad_step, (state.params, state.target_params, state.opt_state, state.grad_steps),
-            jax.random.split(k_learn, c.grad_steps))
+        (params, target_params, opt_state, count), stats = self.learn(
+            state.params, state.target_params, state.opt_state, state.grad_steps,
+            lambda k: sample_windows(self.buffer, buffer, k), jax.random.split(k_learn, c.grad_steps), ready)
         metrics = {k: v.mean() for k, v in stats.items()}
         metrics.update(episode_metrics(traj.info))
         metrics["epsilon"] = epsilon

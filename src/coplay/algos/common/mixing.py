@@ -1,0 +1,60 @@
+"""How the agents' values make the team's: VDN's sum or QMIX's monotonic mixer
+(`coplay.nets.mixers.MonotonicMixer`), as `mix(q [T, B, N], state [T, B, ...]) -> [T, B]`,
+for every trainer that learns a team value (online or from a dataset)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+import jax
+import jax.numpy as jnp
+
+from coplay.algos.common.q_learning import Mix
+from coplay.core.config import param
+from coplay.nets.mixers import MonotonicMixer
+
+MIXERS = ("qmix", "vdn")
+
+
+@dataclass(frozen=True)
+class MixerConfig:
+    """The monotonic mixer's fields (QMIX)."""
+
+    mixer_embed: int = param(32, "width of the mixing network's hidden layer", min=1)
+    hypernet_hidden: int = param(64, "hidden units of the hypernetworks that produce the mixing weights", min=1)
+    mixer_init_scale: float = param(0.01, "initial scale (variance) of the hypernetworks' output layers: small "
+                                          "starts Q_tot near the state value", min=0.0, min_exclusive=True)
+
+
+def vdn_sum(q: jax.Array, state: jax.Array | None) -> jax.Array:
+    """VDN: the team value is the sum of the agents'."""
+    return jnp.sum(q, axis=-1)
+
+
+class Mixing:
+    """`kind` = "qmix" (a monotonic mixer reading the global state) or "vdn" (the sum)."""
+
+    def __init__(self, kind: str, num_agents: int, config: MixerConfig):
+        assert kind in MIXERS, kind
+        self.kind, self.num_agents = kind, num_agents
+        self.mixer = MonotonicMixer(config.mixer_embed, config.hypernet_hidden, config.mixer_init_scale)
+
+    def init(self, key: jax.Array, global_state: jax.Array) -> Any:
+        """The mixer's parameters (none for the sum); global_state: [1, ...]."""
+        if self.kind == "vdn":
+            return {}
+        state = global_state.reshape(global_state.shape[0], -1)
+        return self.mixer.init(key, jnp.zeros((state.shape[0], self.num_agents)), state)
+
+    def mix(self, mixer_params: Any) -> Mix:
+        if self.kind == "vdn":
+            return vdn_sum
+
+        def mix(q: jax.Array, state: jax.Array | None) -> jax.Array:
+            assert state is not None, "the monotonic mixer reads the global state"
+            lead = q.shape[:-1]
+            out = self.mixer.apply(mixer_params, q.reshape(-1, q.shape[-1]), state.reshape(q[..., 0].size, -1))
+            return jnp.reshape(cast(jax.Array, out), lead)
+
+        return mix
