@@ -8,11 +8,14 @@ num_updates)`. The game solvers that are not trainers (`coplay solve`) are in
 from __future__ import annotations
 
 from coplay.algos import (
+    bc,
+    cfcql,
     cfr,
     fictitious_play,
     grpo,
     ippo,
     iql,
+    iql_cql,
     mappo,
     mo_ppo,
     mo_qmix,
@@ -20,6 +23,7 @@ from coplay.algos import (
     psro,
     psro_ppo,
     qmix,
+    qmix_cql,
     selfplay_ppo,
     vdn,
 )
@@ -47,6 +51,14 @@ _register(mo_qmix.MOQMIX, "multi-objective", "QMIX over vector Q-values, one mon
 _register(iql.IQL, "off-policy", "independent Q-learning: each agent learns its own Q from its own reward")
 _register(vdn.VDN, "off-policy", "value decomposition: the team's Q is the sum of the agents' Q")
 _register(qmix.QMIX, "off-policy", "monotonic mixing of the agents' Q by hypernetworks on the global state")
+_register(bc.BC, "offline", "behaviour cloning from a dataset (algo.dataset): each agent's network imitates "
+                            "the data's actions")
+_register(iql_cql.IQLCQL, "offline", "independent Q-learning from a dataset with CQL's penalty on each agent's "
+                                     "own actions")
+_register(qmix_cql.QMIXCQL, "offline", "QMIX (or VDN) from a dataset with CQL's penalty over the team's joint "
+                                       "actions (MACQL)")
+_register(cfcql.CFCQL, "offline", "counterfactual CQL: QMIX (or VDN) from a dataset, CQL's penalty one agent at a "
+                                  "time with the others at the data's actions")
 _register(selfplay_ppo.SelfPlayPPO, "self-play",
           "PPO against a pool of its own snapshots (latest, uniform or PFSP), every seat")
 _register(grpo.GRPO, "text", "group-relative policy optimisation of a token-level policy on text environments, "

@@ -24,14 +24,11 @@ import jax.numpy as jnp
 
 from coplay.algos.common import q_learning as ql
 from coplay.algos.common.q_trainer import QLearner
-from coplay.core.config import param
 
 
 @dataclass(frozen=True)
 class Config(ql.QConfig):
-    reward: str = param("own", "what each agent learns from: its own reward, or the team's (the mean of all "
-                               "agents' rewards, the common-reward setting of value factorisation)",
-                        choices=("own", "team"))
+    reward: str = ql.reward_param()
 
 
 class IQL(QLearner[Config]):
@@ -41,9 +38,5 @@ class IQL(QLearner[Config]):
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
         c = self.config
         q_taken, next_value, w = self.td_inputs(params, target_params, w)          # [T, B, N]
-        reward = w["reward"]
-        if c.reward == "team":
-            reward = jnp.broadcast_to(jnp.mean(reward, axis=-1, keepdims=True), reward.shape)
-        target = ql.n_step_targets(reward, w["done"], next_value, c.gamma, c.n_step)
-        loss = ql.td_loss(q_taken, target, w["active"][:q_taken.shape[0]], c.loss)
+        loss, target = ql.independent_td_loss(q_taken, next_value, w, c.gamma, c.n_step, c.loss, c.reward)
         return loss, {"q_taken": jnp.mean(q_taken), "q_target": jnp.mean(target)}

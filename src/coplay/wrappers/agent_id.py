@@ -4,8 +4,10 @@ so one shared network can still tell agents apart."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 
 from coplay.core.env import State, TimeStepWrapper
 from coplay.core.errors import ConfigError
@@ -25,8 +27,15 @@ class AgentID(TimeStepWrapper):
         self.spec = dataclasses.replace(
             env.spec, obs_space=Box(min(space.low, 0.0), max(space.high, 1.0), (space.shape[0] + n,))
         )
-        self._eye = jnp.eye(n, dtype=jnp.float32)
 
     def _view(self, state: State, ts: TimeStep) -> TimeStep:
-        return ts.replace(  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
-            obs=jnp.concatenate([ts.obs, self._eye.astype(ts.obs.dtype)], axis=-1))
+        return ts.replace(obs=with_agent_id(ts.obs))  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
+
+
+def with_agent_id(obs: Any) -> Any:
+    """Flat observations `[..., N, O]` with each agent's one-hot index appended: `[..., N, O + N]`
+    (what `AgentID` shows; numpy in, numpy out)."""
+    xp = np if isinstance(obs, np.ndarray) else jnp
+    n = obs.shape[-2]
+    eye = xp.broadcast_to(xp.eye(n, dtype=obs.dtype), (*obs.shape[:-2], n, n))
+    return xp.concatenate([obs, eye], axis=-1)

@@ -21,22 +21,15 @@ RECURRENT_SEQ_LEN = 20  # trained steps per window when recurrent and seq_len = 
 
 
 @dataclass(frozen=True)
-class QLearnConfig(TrainerConfig):
-    """What learning Q-values needs, from an agent's own experience or from a dataset:
-    the networks, the optimiser, the TD targets and the target network."""
+class NetConfig(TrainerConfig):
+    """What training the agents' network on sampled windows needs: the network, the
+    optimiser and the windows (behaviour cloning stops here)."""
 
     lr: float = param(1e-3, "Adam learning rate", min=0.0, min_exclusive=True)
     anneal_lr: bool = param(True, "decay the learning rate linearly to 0 over the run")
     batch_size: int = param(64, "windows sampled per gradient step", min=1)
     grad_steps: int = param(2, "gradient steps per update", min=1)
-    gamma: float = param(0.95, "discount", min=0.0, max=1.0)
-    n_step: int = param(1, "steps of reward before bootstrapping (n-step returns)", min=1)
-    double_q: bool = param(True, "bootstrap with the target network's value of the online network's best action")
-    target_interval: int = param(100, "gradient steps between target-network updates", min=1)
-    tau: float = param(1.0, "target update size: 1 = hard copy, < 1 = Polyak averaging", min=0.0, max=1.0,
-                       min_exclusive=True)
     eval_epsilon: float = param(0.0, "exploration rate when evaluating", min=0.0, max=1.0)
-    loss: str = param("mse", "TD loss", choices=("mse", "huber"))
     max_grad_norm: float = param(10.0, "global gradient-norm clip", min=0.0, min_exclusive=True)
     hidden_size: int = param(64, "units per hidden layer", min=1)
     num_layers: int = param(2, "hidden layers (feed-forward); layers around the GRU (recurrent)", min=1)
@@ -47,6 +40,20 @@ class QLearnConfig(TrainerConfig):
     burn_in: int = param(0, "steps replayed before a recurrent window to warm its state (no loss on them)", min=0)
     share_params: bool = param(True, "one network for all agents (else one per agent)")
     agent_id: bool = param(True, "append a one-hot agent id to observations when sharing parameters")
+
+
+@dataclass(frozen=True)
+class QLearnConfig(NetConfig):
+    """What learning Q-values needs, from an agent's own experience or from a dataset:
+    the above, the TD targets and the target network."""
+
+    gamma: float = param(0.95, "discount", min=0.0, max=1.0)
+    n_step: int = param(1, "steps of reward before bootstrapping (n-step returns)", min=1)
+    double_q: bool = param(True, "bootstrap with the target network's value of the online network's best action")
+    target_interval: int = param(100, "gradient steps between target-network updates", min=1)
+    tau: float = param(1.0, "target update size: 1 = hard copy, < 1 = Polyak averaging", min=0.0, max=1.0,
+                       min_exclusive=True)
+    loss: str = param("mse", "TD loss", choices=("mse", "huber"))
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,12 @@ class QConfig(QLearnConfig, RolloutConfig):
     eps_start: float = param(1.0, "exploration rate at the start", min=0.0, max=1.0)
     eps_finish: float = param(0.05, "exploration rate after the decay", min=0.0, max=1.0)
     eps_decay: float = param(0.3, "fraction of the run over which exploration decays linearly", min=0.0, max=1.0)
+
+
+def reward_param() -> Any:
+    """The `reward` field of independent learners: their own reward or the team's."""
+    return param("own", "what each agent learns from: its own reward, or the team's (the mean of all agents' "
+                        "rewards, the common-reward setting of value factorisation)", choices=("own", "team"))
 
 
 def epsilon_schedule(start: float, finish: float, decay_steps: float) -> optax.Schedule:
@@ -131,6 +144,18 @@ def td_loss(prediction: jax.Array, target: jax.Array, weight: jax.Array, kind: s
     per = 0.5 * jnp.square(error) if kind == "mse" else optax.huber_loss(error)
     weight = weight.astype(per.dtype)
     return jnp.sum(per * weight) / jnp.maximum(jnp.sum(weight), 1.0)
+
+
+def independent_td_loss(q_taken: jax.Array, next_value: jax.Array, w: dict[str, jax.Array], gamma: float, n: int,
+                        kind: str, reward: str = "own") -> tuple[jax.Array, jax.Array]:
+    """One TD problem per agent: q_taken, next_value [T, B, N] as in `team_td_loss`,
+    each agent learning from its own reward or the team's (`reward="team"`: the mean
+    of the agents' rewards). Returns (loss, targets [T, B, N])."""
+    r = w["reward"]
+    if reward == "team":
+        r = jnp.broadcast_to(jnp.mean(r, axis=-1, keepdims=True), r.shape)
+    target = n_step_targets(r, w["done"], next_value, gamma, n)
+    return td_loss(q_taken, target, w["active"][:q_taken.shape[0]], kind), target
 
 
 Mix = Callable[[jax.Array, jax.Array | None], jax.Array]

@@ -13,6 +13,12 @@ target.
 What differs between the algorithms is the loss, what the TD error is taken
 on, and each algorithm's file states it (`coplay.algos.iql`, `vdn`, `qmix`):
 a subclass of `QLearner` implements `loss`, starting from `td_inputs`.
+
+Three layers, so that learning from a dataset shares all but the replay:
+`AgentLearner` (the agents' network, acting, gradient steps on windows; what
+behaviour cloning needs), `QFamily` (TD inputs, n-step bootstrap, the target
+network) and `QLearner` (acting in the environment, replay, exploration). The
+offline trainers (`coplay.algos.common.offline`) sit on the first two.
 """
 
 from __future__ import annotations
@@ -56,22 +62,21 @@ class TrainState:
 
 
 QC = TypeVar("QC", bound=QConfig)
+NC = TypeVar("NC", bound=ql.NetConfig)
 LC = TypeVar("LC", bound=ql.QLearnConfig)
 
 
-class QFamily(Trainer[LC]):
-    """What every Q-value learner has, whether it acts (`QLearner`) or learns from a
-    dataset (`coplay.algos.common.offline.OfflineQLearner`): the agents' network,
-    the optimiser, acting greedily on legal actions, the TD inputs of a window and
-    the gradient steps on a loss. A subclass gives `loss`."""
+class AgentLearner(Trainer[NC]):
+    """What every learner of the agents' network on sampled windows has, whether it
+    acts (`QLearner`) or learns from a dataset (`coplay.algos.common.offline`): the
+    network (its outputs are Q-values, or logits for behaviour cloning), the
+    optimiser, acting greedily on legal actions, and gradient steps on a loss.
+    A subclass gives `loss`."""
 
     capabilities = Capabilities(recurrent=True)
+    loss_name = "loss/td"      # the metric the loss is logged as
 
-    def health(self) -> Health:
-        """A TD loss that does not grow 10,000-fold."""
-        return Health(steady=("loss/td",))
-
-    def __init__(self, config: LC, env: Env, num_updates: int):
+    def __init__(self, config: NC, env: Env, num_updates: int):
         super().__init__(config, env, num_updates)
         spec = env.spec
         c = config
@@ -80,7 +85,7 @@ class QFamily(Trainer[LC]):
                               "state to warm up)")
         self.train_len = c.seq_len or (ql.RECURRENT_SEQ_LEN if c.recurrent else 1)
         self.burn_in = c.burn_in
-        self.window = self.burn_in + self.train_len + c.n_step
+        self.window = self.burn_in + self.train_len + self.lookahead()
         self.env = self.wrap(env)
         self.num_agents = spec.num_agents
         self.num_actions = spec.num_actions
@@ -90,6 +95,14 @@ class QFamily(Trainer[LC]):
         lr = optax.linear_schedule(c.lr, 0.0, max(num_updates * c.grad_steps, 1)) if c.anneal_lr else c.lr
         self.optimizer = optax.chain(optax.clip_by_global_norm(c.max_grad_norm), optax.adam(lr))
 
+    def lookahead(self) -> int:
+        """Steps a window reaches past its trained ones (a TD target's bootstrap)."""
+        return 0
+
+    def next_target(self, params: dict, target_params: dict, count: jax.Array) -> dict:
+        """The target network after gradient step `count` (none to keep by default)."""
+        return target_params
+
     def wrap(self, env: Env) -> Env:
         """The environment as the trainer steps it (`rollout.acting_env`)."""
         return acting_env(env, self.config.share_params and self.config.agent_id)
@@ -97,8 +110,8 @@ class QFamily(Trainer[LC]):
     # ----- what the algorithm gives ---------------------------------------------------------
     @abc.abstractmethod
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
-        """The TD loss of a sampled window w ([L, B, ...], burn-in included), and a dict
-        of scalar statistics. `td_inputs` gives the agents' Q-values it starts from."""
+        """The loss of a sampled window w ([L, B, ...], burn-in included), and a dict
+        of scalar statistics. `td_inputs` gives the agents' Q-values a TD loss starts from."""
 
     def init_mixer(self, key: jax.Array, global_state: jax.Array) -> Any:
         """Parameters of a mixing network (none by default); global_state: [1, ...]."""
@@ -168,27 +181,12 @@ class QFamily(Trainer[LC]):
         _, q = jax.lax.scan(step(agent_params), carry, xs)
         return q
 
-    def td_inputs(self, params: dict, target_params: dict, w: dict[str, jax.Array]):
-        """From a window w ([L, B, ...]): each agent's Q of the action taken, q_taken
-        [T, B, N], and its bootstrap value n steps later, next_value [T, B, N]
-        (double Q or the target's max over legal actions: `q_learning.bootstrap_value`),
-        with the window less its burn-in ([L - burn_in, B, ...])."""
-        c = self.config
-        t, n = self.train_len, c.n_step
-        q = self._unroll(params["agent"], w)
-        q_target = self._unroll(target_params["agent"], w)
-        w = {k: v[self.burn_in:] for k, v in w.items()}
-        q_taken = ql.chosen(q[:t], w["action"][:t])
-        next_value = ql.bootstrap_value(q[n:n + t], q_target[n:n + t], w["action_mask"][n:n + t], c.double_q)
-        return q_taken, next_value, w
-
     def learn(self, params: dict, target_params: dict, opt_state: Any, count: jax.Array,
               sample: Callable[[jax.Array], dict], keys: jax.Array, ready: jax.Array | bool = True):
         """One gradient step on `loss` per key, each on a window `sample(key)`, with the
         target network moved every `target_interval` steps. While not `ready` (a replay
         buffer short of `learning_starts`) each step is computed and discarded.
         Returns ((params, target_params, opt_state, count), statistics [steps])."""
-        c = self.config
 
         def grad_step(carry, k):
             params, target_params, opt_state, count = carry
@@ -196,13 +194,48 @@ class QFamily(Trainer[LC]):
             (loss, stats), grads = jax.value_and_grad(self.loss, has_aux=True)(params, target_params, w)
             updates, new_opt_state = self.optimizer.update(grads, opt_state, params)
             new_params = optax.apply_updates(params, updates)
-            new_target = ql.update_target(new_params, target_params, count + 1, c.target_interval, c.tau)
+            new_target = self.next_target(new_params, target_params, count + 1)
             keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(ready, a, b), new, old)  # noqa: E731
             carry = (keep(new_params, params), keep(new_target, target_params), keep(new_opt_state, opt_state),
                      jnp.where(ready, count + 1, count))
-            return carry, {"loss/td": loss, "grad_norm": optax.tree.norm(grads), **stats}
+            return carry, {self.loss_name: loss, "grad_norm": optax.tree.norm(grads), **stats}
 
         return jax.lax.scan(grad_step, (params, target_params, opt_state, count), keys)
+
+
+class QFamily(AgentLearner[LC]):
+    """What every Q-value learner has, online or offline: TD inputs from a window,
+    with n-step bootstrap and a target network. A subclass gives `loss`."""
+
+    def health(self) -> Health:
+        """A TD loss that does not grow 10,000-fold."""
+        return Health(steady=("loss/td",))
+
+    def lookahead(self) -> int:
+        return self.config.n_step
+
+    def next_target(self, params: dict, target_params: dict, count: jax.Array) -> dict:
+        return ql.update_target(params, target_params, count, self.config.target_interval, self.config.tau)
+
+    def td_inputs(self, params: dict, target_params: dict, w: dict[str, jax.Array]):
+        """From a window w ([L, B, ...]): each agent's Q of the action taken, q_taken
+        [T, B, N], and its bootstrap value n steps later, next_value [T, B, N]
+        (double Q or the target's max over legal actions: `q_learning.bootstrap_value`),
+        with the window less its burn-in ([L - burn_in, B, ...])."""
+        _, q_taken, next_value, w = self.td_parts(params, target_params, w)
+        return q_taken, next_value, w
+
+    def td_parts(self, params: dict, target_params: dict, w: dict[str, jax.Array]):
+        """`td_inputs`, led by the agents' Q-values of every action, q [T, B, N, A]
+        (what a conservative penalty reads)."""
+        c = self.config
+        t, n = self.train_len, c.n_step
+        q = self._unroll(params["agent"], w)
+        q_target = self._unroll(target_params["agent"], w)
+        w = {k: v[self.burn_in:] for k, v in w.items()}
+        q_taken = ql.chosen(q[:t], w["action"][:t])
+        next_value = ql.bootstrap_value(q[n:n + t], q_target[n:n + t], w["action_mask"][n:n + t], c.double_q)
+        return q[:t], q_taken, next_value, w
 
 
 class QLearner(QFamily[QC]):
