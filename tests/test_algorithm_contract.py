@@ -10,7 +10,7 @@ import pytest
 
 import coplay
 from coplay.algos import ALGOS
-from coplay.algos.base import RolloutConfig, Trainer, env_axis_mask
+from coplay.algos.base import Trainer, TrainerConfig, env_axis_mask
 from coplay.core.errors import ConfigError, UnknownNameError
 from coplay.experiment.config import RESUMABLE, Experiment, parse_overrides, resume_differences
 from coplay.experiment.runner import plan
@@ -18,19 +18,33 @@ from coplay.experiment.runner import plan
 # A small environment every algorithm can train on, per algorithm.
 ENV_FOR = {"mappo": "spread", "ippo": "spread", "iql": "spread", "vdn": "spread", "qmix": "spread",
            "selfplay_ppo": "tic_tac_toe", "grpo": "text:kuhn_poker", "mo_ppo": "treasure",
-           "pc_mappo": "treasure", "mo_qmix": "treasure"}
+           "pc_mappo": "treasure", "mo_qmix": "treasure",
+           "bc": "spread", "iql_cql": "spread", "qmix_cql": "spread", "cfcql": "spread"}
+OFFLINE = ("bc", "iql_cql", "qmix_cql", "cfcql")
+
+
+@pytest.fixture(scope="module")
+def spread_dataset(tmp_path_factory):
+    """A few random episodes of spread, for the offline trainers' contract."""
+    from coplay.offline import random_policy, record, save
+
+    env = coplay.make("spread")
+    path = tmp_path_factory.mktemp("data") / "spread.vlt" / "poor"
+    return str(save(record(env, random_policy(env), 4, jax.random.PRNGKey(0), "poor"), path))
 
 
 def test_every_algorithm_is_a_registered_trainer_with_a_documented_config():
     assert sorted(ALGOS.names()) == sorted(ENV_FOR)
     for name, entry in ALGOS.items():
         assert issubclass(entry.factory, Trainer) and entry.factory.name == name
-        assert entry.config is entry.factory.config_class and issubclass(entry.config, RolloutConfig)
+        assert entry.config is entry.factory.config_class and issubclass(entry.config, TrainerConfig)
         assert entry.capabilities is entry.factory.capabilities
         for f in dataclasses.fields(entry.config):
             assert f.metadata.get("help"), f"{name}: algo.{f.name} has no help text"
         config = entry.config()
-        if name == "grpo":   # whole episodes: as many steps as the environment's longest (rollout_len=0)
+        if name in OFFLINE:   # gradient steps, not environment steps
+            assert config.update_steps(None) == config.steps_per_update == config.grad_steps
+        elif name == "grpo":   # whole episodes: as many steps as the environment's longest (rollout_len=0)
             spec = coplay.make(ENV_FOR[name]).spec
             assert config.update_steps(spec) == config.num_envs * spec.max_steps
         else:
@@ -38,8 +52,13 @@ def test_every_algorithm_is_a_registered_trainer_with_a_documented_config():
 
 
 @pytest.mark.parametrize("name", sorted(ENV_FOR))
-def test_per_env_fields_are_exactly_the_ones_with_an_environment_axis(name):
+def test_per_env_fields_are_exactly_the_ones_with_an_environment_axis(name, spread_dataset):
     entry = ALGOS.get(name)
+    if name in OFFLINE:   # steps no environment: nothing has an environment axis
+        trainer = entry.factory(entry.config(dataset=spread_dataset), coplay.make(ENV_FOR[name]), num_updates=4)
+        state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))
+        assert not any(jax.tree.leaves(env_axis_mask(state))) and trainer.num_envs == 1
+        return
     config = entry.config(num_envs=7, rollout_len=4)
     if name in ("iql", "vdn", "qmix", "mo_qmix"):
         config = dataclasses.replace(config, learning_starts=0, buffer_size=700)
@@ -69,17 +88,18 @@ def test_per_env_fields_are_exactly_the_ones_with_an_environment_axis(name):
 @pytest.mark.parametrize("overrides, words", [
     (["algo=selfplay_ppo", "env=spread"],
      ["'selfplay_ppo' cannot train on environment 'spread'", "all its agents are on one team",
-      "Algorithms that can: ippo, iql, mappo, qmix, vdn"]),
+      "Algorithms that can: bc, cfcql, ippo, iql, iql_cql, mappo, qmix, qmix_cql, vdn"]),
     (["algo=mo_ppo", "env=spread"],
      ["'mo_ppo' cannot train on environment 'spread'", "it has one objective and it needs several",
-      "Algorithms that can: ippo, iql, mappo, qmix, vdn"]),
+      "Algorithms that can: bc, cfcql, ippo, iql, iql_cql, mappo, qmix, qmix_cql, vdn"]),
     (["algo=mappo", "env=treasure"],
      ["'mappo' cannot train on environment 'treasure'", "it has 2 objectives and it needs a scalar reward",
       "coplay.wrappers.Scalarise", "Algorithms that can: mo_ppo, mo_qmix, pc_mappo"]),
     (["algo=mappo", "env=tic_tac_toe"],
      ["'mappo' cannot train on environment 'tic_tac_toe'", "turn-based", "Algorithms that can: selfplay_ppo"]),
     (["algo=selfplay_ppo", "env=pgx:2048"],
-     ["it has 1 agent(s) and it needs at least 2", "Algorithms that can: ippo, iql, mappo, qmix, vdn"]),
+     ["it has 1 agent(s) and it needs at least 2",
+      "Algorithms that can: bc, cfcql, ippo, iql, iql_cql, mappo, qmix, qmix_cql, vdn"]),
 ])
 def test_a_pair_that_cannot_work_is_refused_naming_what_can(overrides, words):
     with pytest.raises(ConfigError) as err:
@@ -140,6 +160,9 @@ def test_every_algorithm_and_environment_pair_is_accepted_or_refused_naming_what
             try:
                 p = plan(parse_overrides([f"algo={algo}", f"env={env}"]))
             except ConfigError as e:
+                if algo in OFFLINE and "learns from a dataset" in str(e):   # fits, but no dataset was named
+                    assert not ALGOS.get(algo).capabilities.problems(coplay.make(env).spec), (algo, env)
+                    continue
                 assert "Algorithms that can:" in str(e), (algo, env, str(e))
                 refused.append((algo, env))
                 continue

@@ -14,7 +14,9 @@ class MonotonicMixer(nn.Module):
     non-negative by an absolute value; the biases and the final state value are
     unconstrained.
 
-    q: [B, N] chosen Q-values (zero for inactive agents); state: [B, S] -> [B]."""
+    q: [B, N] chosen Q-values (zero for inactive agents), or [B, J, N] for J joint
+    actions of each state (the hypernetworks then run once per state); state:
+    [B, S] -> [B] (or [B, J])."""
 
     embed_dim: int = 32
     hypernet_hidden: int = 64
@@ -22,7 +24,7 @@ class MonotonicMixer(nn.Module):
 
     @nn.compact
     def __call__(self, q: jax.Array, state: jax.Array) -> jax.Array:
-        b, n = q.shape
+        b, n = q.shape[0], q.shape[-1]
         e = self.embed_dim
 
         def hyper(out: int, name: str) -> nn.Module:
@@ -32,7 +34,8 @@ class MonotonicMixer(nn.Module):
 
         w1 = jnp.abs(hyper(n * e, "hyper_w1")(state)).reshape(b, n, e)
         b1 = nn.Dense(e, name="hyper_b1")(state)
-        hidden = nn.elu(jnp.einsum("bn,bne->be", q, w1) + b1)
+        joint = q.reshape(b, -1, n)                                                  # [B, J, N]
+        hidden = nn.elu(jnp.einsum("bjn,bne->bje", joint, w1) + b1[:, None])
         w2 = jnp.abs(hyper(e, "hyper_w2")(state))
         value = nn.Sequential([nn.Dense(e), nn.relu, nn.Dense(1)], name="hyper_value")(state)[:, 0]
-        return jnp.sum(hidden * w2, axis=-1) + value
+        return (jnp.sum(hidden * w2[:, None], axis=-1) + value[:, None]).reshape(q.shape[:-1])

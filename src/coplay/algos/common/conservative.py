@@ -55,14 +55,6 @@ def _held(mask: jax.Array, action: jax.Array, active: jax.Array) -> jax.Array:
     return jnp.where(active[..., None], mask, data)
 
 
-def _team_values(mix: Mix, q: jax.Array, state: jax.Array | None) -> jax.Array:
-    """Q_tot of joint actions: q [T, B, J, N] (J variants of each state) -> [T, B, J]."""
-    t, b, j, n = q.shape
-    if state is not None:
-        state = jnp.broadcast_to(state.reshape(t, b, 1, -1), (t, b, j, state[0, 0].size)).reshape(t, b * j, -1)
-    return mix(q.reshape(t, b * j, n), state).reshape(t, b, j)
-
-
 def counterfactual_values(q: jax.Array, action: jax.Array, active: jax.Array, mix: Mix,
                           state: jax.Array | None) -> jax.Array:
     """`[T, B, N, A]`: Q_tot(s, a_i = a, a_data_{-i}) for every agent i and action a.
@@ -77,7 +69,7 @@ def counterfactual_values(q: jax.Array, action: jax.Array, active: jax.Array, mi
     eye = jnp.eye(n, dtype=bool)                                                  # [i, k]
     # x[t, b, i, a, k]: agent k's value when agent i takes a and everyone else the data's action
     x = jnp.where(eye[:, None, :], varied[..., :, :, None], taken[..., None, None, :])
-    return _team_values(mix, x.reshape(t, b, n * a, n), state).reshape(t, b, n, a)
+    return mix(x.reshape(t, b, n * a, n), state).reshape(t, b, n, a)
 
 
 def counterfactual_penalty(q_cf: jax.Array, mask: jax.Array, q_tot: jax.Array, weights: jax.Array) -> jax.Array:
@@ -124,9 +116,9 @@ def joint_penalty(key: jax.Array, q: jax.Array, action: jax.Array, mask: jax.Arr
         joints = jnp.asarray(joint_actions(n, a))                                 # [J, N]
         legal = jnp.all(allowed[:, :, jnp.arange(n), joints], axis=-1)            # [T, B, J]
         values = q[:, :, jnp.arange(n), joints] * live[:, :, None, :]             # [T, B, J, N]
-        return legal_logsumexp(_team_values(mix, values, state), legal) - q_tot
+        return legal_logsumexp(mix(values, state), legal) - q_tot
     drawn = jax.random.categorical(key, jnp.where(allowed, 0.0, -jnp.inf), shape=(samples, t, b, n))  # [S, T, B, N]
     values = chosen(jnp.broadcast_to(q, (samples, t, b, n, a)), drawn) * live     # [S, T, B, N]
-    team = _team_values(mix, jnp.moveaxis(values, 0, 2), state)                   # [T, B, S]
+    team = mix(jnp.moveaxis(values, 0, 2), state)                   # [T, B, S]
     log_count = jnp.sum(jnp.log(jnp.sum(allowed, axis=-1)), axis=-1)             # [T, B]
     return jax.nn.logsumexp(team, axis=-1) - math.log(samples) + log_count - q_tot

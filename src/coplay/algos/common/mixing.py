@@ -1,6 +1,8 @@
 """How the agents' values make the team's: VDN's sum or QMIX's monotonic mixer
-(`coplay.nets.mixers.MonotonicMixer`), as `mix(q [T, B, N], state [T, B, ...]) -> [T, B]`,
-for every trainer that learns a team value (online or from a dataset)."""
+(`coplay.nets.mixers.MonotonicMixer`), as `mix(q [T, B, N], state [T, B, ...]) -> [T, B]`
+(or q [T, B, J, N] -> [T, B, J] for J joint actions of each state, the state's
+hypernetworks run once), for every trainer that learns a team value (online or
+from a dataset)."""
 
 from __future__ import annotations
 
@@ -53,8 +55,8 @@ class Mixing:
 
         def mix(q: jax.Array, state: jax.Array | None) -> jax.Array:
             assert state is not None, "the monotonic mixer reads the global state"
-            lead = q.shape[:-1]
-            out = self.mixer.apply(mixer_params, q.reshape(-1, q.shape[-1]), state.reshape(q[..., 0].size, -1))
-            return jnp.reshape(cast(jax.Array, out), lead)
+            t, b = q.shape[:2]
+            out = self.mixer.apply(mixer_params, q.reshape(t * b, *q.shape[2:]), state.reshape(t * b, -1))
+            return jnp.reshape(cast(jax.Array, out), q.shape[:-1])
 
         return mix

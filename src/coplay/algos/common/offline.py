@@ -38,13 +38,6 @@ from coplay.offline.dataset import Dataset, load
 from coplay.wrappers.agent_id import with_agent_id
 
 
-def _dataset_rule(value: str) -> str | None:
-    if not value:
-        return ("an offline trainer learns from a dataset: algo.dataset=<dir>/<name>.vlt/<quality> (write one with "
-                "`coplay record`)")
-    return None
-
-
 def alpha_param(default: float = 1.0) -> Any:
     """The `cql_alpha` field of the conservative trainers."""
     return param(default, "weight of the conservative penalty (0 = no penalty)", min=0.0)
@@ -55,7 +48,7 @@ class OfflineConfig(TrainerConfig):
     """What every offline trainer has: the dataset, and gradient steps per update."""
 
     dataset: str = param("", "the dataset to learn from: <dir>/<name>.vlt/<quality> (coplay record, or an OG-MARL "
-                             "vault)", rule=_dataset_rule)
+                             "vault)")
     grad_steps: int = param(100, "gradient steps per update (the run's total_steps counts gradient steps)", min=1)
 
     @property
@@ -132,6 +125,9 @@ def check_shapes(data: Dataset, env: Env, where: str) -> None:
 
 def read_dataset(config: OfflineConfig, env: Env) -> Dataset:
     """The run's dataset, refused if it was made for another environment or does not fit it."""
+    if not config.dataset:
+        raise ConfigError("algo.dataset is not set: an offline trainer learns from a dataset, "
+                          "algo.dataset=<dir>/<name>.vlt/<quality> (write one with `coplay record`)")
     data = load(config.dataset, env=env)
     check_shapes(data, env, config.dataset)
     return data

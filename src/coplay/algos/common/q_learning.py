@@ -158,6 +158,8 @@ def independent_td_loss(q_taken: jax.Array, next_value: jax.Array, w: dict[str, 
     return td_loss(q_taken, target, w["active"][:q_taken.shape[0]], kind), target
 
 
+# mix(q [T, B, N], state [T, B, ...] or None) -> the team value [T, B]; a mix may also take
+# q [T, B, J, N], J joint actions of each state, -> [T, B, J] (`algos.common.mixing`)
 Mix = Callable[[jax.Array, jax.Array | None], jax.Array]
 
 

@@ -1,0 +1,171 @@
+"""Offline trainers: the conservative penalties against hand-computed values, the
+coordination test on matrix-game data, and the run around them (resume, refusals)."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import coplay
+from coplay.algos.common import conservative
+from coplay.core.errors import ConfigError
+from coplay.offline import epsilon_mixture, random_policy, record, save
+
+lse = lambda *xs: math.log(sum(math.exp(x) for x in xs))  # noqa: E731
+
+
+def _vdn(q, state):
+    return jnp.sum(q, axis=-1)
+
+
+def _product(q, state):   # a team value that is not a sum: shows which agent's action was varied
+    return q[..., 0] * q[..., 1]
+
+
+def _one(x):
+    """A single state: [1, 1, ...] (T = B = 1)."""
+    return jnp.asarray(x)[None, None]
+
+
+# ----- the penalties, by hand ------------------------------------------------------------------------
+
+
+def test_cql_penalty_is_the_log_sum_exp_over_legal_actions_less_the_data_action():
+    q = jnp.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    mask = jnp.array([[True, True, True], [True, False, True]])
+    out = conservative.cql_penalty(q, jnp.array([0, 2]), mask)
+    np.testing.assert_allclose(out, [lse(1, 2, 3) - 1, lse(1, 3) - 3], rtol=1e-6)
+
+
+def test_counterfactual_values_vary_one_agent_while_the_others_keep_the_data_action():
+    q = _one([[1.0, 2.0], [3.0, 5.0]])               # agent 0's Q of actions 0, 1; agent 1's
+    action, active = _one([1, 0]), _one([True, True])  # the data: agent 0 took 1 (Q 2), agent 1 took 0 (Q 3)
+    cf = conservative.counterfactual_values(q, action, active, _vdn, None)[0, 0]
+    np.testing.assert_allclose(cf, [[1 + 3, 2 + 3], [2 + 3, 2 + 5]])
+    cf = conservative.counterfactual_values(q, action, active, _product, None)[0, 0]
+    np.testing.assert_allclose(cf, [[1 * 3, 2 * 3], [2 * 3, 2 * 5]])
+    # an inactive agent enters the team value as zero, whatever it is asked about
+    cf = conservative.counterfactual_values(q, action, _one([True, False]), _vdn, None)[0, 0]
+    np.testing.assert_allclose(cf, [[1, 2], [2, 2]])
+
+
+def test_cfcql_penalty_weighs_each_agents_counterfactual_log_sum_exp():
+    q = _one([[1.0, 2.0], [3.0, 5.0]])
+    action, active, mask = _one([1, 0]), _one([True, True]), _one(np.ones((2, 2), bool))
+    cf = conservative.counterfactual_values(q, action, active, _vdn, None)
+    q_tot = jnp.array([[5.0]])
+    uniform = conservative.counterfactual_weights(cf, mask, active, None, 0.0)
+    np.testing.assert_allclose(uniform[0, 0], [0.5, 0.5])
+    penalty = conservative.counterfactual_penalty(cf, mask, q_tot, uniform)
+    assert float(penalty[0, 0]) == pytest.approx(0.5 * lse(4, 5) + 0.5 * lse(5, 7) - 5, rel=1e-6)
+    # KL weights: mu_i = softmax of agent i's counterfactual values, beta_i the behaviour policy
+    behaviour = _one([[0.0, 0.0], [2.0, 0.0]])
+    weights = conservative.counterfactual_weights(cf, mask, active, behaviour, 2.0)[0, 0]
+
+    def kl(values, logits):
+        mu = np.exp(values) / np.exp(values).sum()
+        beta = np.exp(logits) / np.exp(logits).sum()
+        return float(np.sum(mu * np.log(mu / beta)))
+
+    kls = np.array([kl([4, 5], [0, 0]), kl([5, 7], [2, 0])])
+    np.testing.assert_allclose(weights, np.exp(2 * kls) / np.exp(2 * kls).sum(), rtol=1e-5)
+    assert weights[1] > weights[0]    # agent 1's values stray further from its behaviour: held back more
+    # an inactive agent gets no weight
+    one = conservative.counterfactual_weights(cf, mask, _one([False, True]), behaviour, 2.0)[0, 0]
+    np.testing.assert_allclose(one, [0.0, 1.0])
+
+
+def test_joint_penalty_is_exact_over_few_joint_actions_and_estimated_over_many():
+    q = _one([[1.0, 2.0], [3.0, 5.0]])
+    action, active = _one([1, 0]), _one([True, True])
+    mask = _one([[True, True], [True, False]])        # agent 1 may only take action 0
+    key = jax.random.PRNGKey(0)
+    exact = conservative.joint_penalty(key, q, action, mask, active, _product, None, jnp.array([[6.0]]), 4)
+    assert float(exact[0, 0]) == pytest.approx(lse(1 * 3, 2 * 3) - 6, rel=1e-6)
+    # a sum's joint log-sum-exp is the sum of each agent's: 3^6 = 729 joint actions, 400 drawn
+    q = jax.random.normal(jax.random.PRNGKey(1), (1, 1, 6, 3)) * 0.5
+    mask, act, live = jnp.ones((1, 1, 6, 3), bool), jnp.zeros((1, 1, 6), jnp.int32), jnp.ones((1, 1, 6), bool)
+    truth = float(jnp.sum(jax.nn.logsumexp(q, axis=-1)))
+    estimates = [float(conservative.joint_penalty(k, q, act, mask, live, _vdn, None, jnp.zeros((1, 1)), 400)[0, 0])
+                 for k in jax.random.split(key, 8)]
+    assert abs(np.mean(estimates) - truth) < 0.05 and np.std(estimates) > 0    # sampled, and close
+    enumerated = conservative.joint_penalty(key, q, act, mask, live, _vdn, None, jnp.zeros((1, 1)), 729)
+    assert float(enumerated[0, 0]) == pytest.approx(truth, rel=1e-5)
+
+
+# ----- coordination from matrix-game data ----------------------------------------------------------------
+
+OPTIMUM = {"climbing": ([0, 0], 11.0), "penalty": ([0, 2], 10.0)}
+
+
+@pytest.fixture(scope="module")
+def matrix_data(tmp_path_factory):
+    """Per game: 1,000 one-shot plays of the optimal joint action, each agent's action
+    replaced by a uniform one with probability 0.6. Each agent's average payoff per
+    action, over the other's actions in the data, then favours a safe action (climbing:
+    action 2, worth 5 together; penalty: action 1, worth 2), so independent learners
+    miscoordinate although the data's most common joint action is the optimum."""
+    root = tmp_path_factory.mktemp("matrix")
+    out = {}
+    for game, (joint, _) in OPTIMUM.items():
+        env = coplay.make("matrix", game=game, rounds=1)
+        act = lambda key, obs, mask, j=jnp.array(joint): jnp.broadcast_to(j, obs.shape[:2])  # noqa: E731
+        data = record(env, epsilon_mixture(act, env, 0.6), 1000, jax.random.PRNGKey(0), "medium")
+        out[game] = str(save(data, root / f"{game}.vlt" / "medium"))
+    return out
+
+
+def _offline(game, algo, dataset, tmp_path, *extra):
+    return coplay.train([f"algo={algo}", "env=matrix", f"env.game={game}", "env.rounds=1", f"algo.dataset={dataset}",
+                         "seeds=10", "total_steps=400", "chunk_steps=200", "algo.batch_size=64", "eval_episodes=2",
+                         f"out_dir={tmp_path}", "progress=false", *extra])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("game", sorted(OPTIMUM))
+def test_team_value_methods_recover_the_optimum_from_data_where_independent_learners_miscoordinate(
+        game, matrix_data, tmp_path):
+    best = OPTIMUM[game][1]
+    independent = _offline(game, "iql_cql", matrix_data[game], tmp_path, "algo.cql_alpha=0")
+    assert max(independent.final_return["per_seed"]) < best           # no seed finds the optimum
+    for algo in ("qmix_cql", "cfcql"):
+        run = _offline(game, algo, matrix_data[game], tmp_path)
+        found = np.mean(np.asarray(run.final_return["per_seed"]) == best)
+        assert found >= 0.9, (algo, run.final_return["per_seed"])
+
+
+def test_an_offline_run_resumes_exactly(matrix_data, tmp_path):
+    args = ["algo=cfcql", "env=matrix", "env.game=climbing", "env.rounds=1", f"algo.dataset={matrix_data['climbing']}",
+            "seeds=2", "total_steps=60", "chunk_steps=20", "algo.grad_steps=10", "algo.batch_size=16",
+            "algo.lambda_temp=1", "eval_episodes=2", f"out_dir={tmp_path}", "progress=false"]
+    full = coplay.train(args + ["name=full"])
+    part = coplay.train(args + ["name=part"], stop_after_chunks=1)
+    assert part.interrupted
+    resumed = coplay.train(args + ["name=part", f"resume={part.run_dir}"])
+    assert "behaviour" in full.state.params     # the behaviour model the KL weights read, trained beside
+    assert int(np.asarray(full.state.grad_steps)[0]) == 60
+    for a, b in zip(jax.tree.leaves(full.state), jax.tree.leaves(resumed.state)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert full.summary["final"] == resumed.summary["final"]
+
+
+# ----- refusals ---------------------------------------------------------------------------------------------
+
+
+def test_an_offline_run_refuses_a_missing_dataset_or_one_of_another_environment(matrix_data, tmp_path):
+    with pytest.raises(ConfigError, match="algo.dataset is not set"):
+        coplay.train(["algo=bc", "env=matrix", f"out_dir={tmp_path}"])
+    with pytest.raises(ConfigError, match="no dataset at"):
+        coplay.train(["algo=bc", "env=matrix", f"algo.dataset={tmp_path}/none.vlt/good", f"out_dir={tmp_path}"])
+    with pytest.raises(ConfigError, match="made for another environment"):
+        coplay.train(["algo=iql_cql", "env=spread", f"algo.dataset={matrix_data['climbing']}", f"out_dir={tmp_path}"])
+    # a vault without coplay's description (as OG-MARL writes them) is checked by its shapes
+    env = coplay.make("matrix", rounds=1)
+    data = record(env, random_policy(env), 3, jax.random.PRNGKey(0), "poor")
+    data.meta = {}
+    path = save(data, tmp_path / "og.vlt" / "poor")
+    with pytest.raises(ConfigError, match="does not fit environment 'spread'"):
+        coplay.train(["algo=qmix_cql", "env=spread", f"algo.dataset={path}", f"out_dir={tmp_path}"])
+    assert not list(tmp_path.glob("*-qmix_cql-*"))      # refused before a run directory was made
