@@ -169,3 +169,44 @@ def test_an_offline_run_refuses_a_missing_dataset_or_one_of_another_environment(
     with pytest.raises(ConfigError, match="does not fit environment 'spread'"):
         coplay.train(["algo=qmix_cql", "env=spread", f"algo.dataset={path}", f"out_dir={tmp_path}"])
     assert not list(tmp_path.glob("*-qmix_cql-*"))      # refused before a run directory was made
+
+
+# ----- coplay record: the qualities from a run ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_record_writes_each_quality_from_a_runs_checkpoints_and_bc_clones_the_good_one(tmp_path, capsys):
+    from coplay.cli.main import main
+    from coplay.offline import load
+
+    run = coplay.train(["algo=iql", "env=matrix", "env.game=climbing", "env.rounds=1", "total_steps=640",
+                        "chunk_steps=128", "algo.num_envs=8", "algo.rollout_len=4", "algo.learning_starts=64",
+                        "algo.batch_size=8", "algo.buffer_size=256", "eval_episodes=4", "keep_checkpoints=5",
+                        "progress=false", f"out_dir={tmp_path}"])
+    out = tmp_path / "climbing.vlt"
+    assert main(["record", str(run.run_dir), "--quality", "replay", "--episodes", "10", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "written:" in printed and printed.count("from ckpt_") == 5
+    replay = load(out / "replay", env=coplay.make("matrix", game="climbing", rounds=1))
+    used = replay.meta["checkpoints"]
+    assert [c["env_steps"] for c in used] == [128, 256, 384, 512, 640] and replay.steps == 10   # 2 episodes each
+    scores = [c["score"] for c in used]
+    from coplay.experiment.record import record_dataset
+    good = record_dataset(str(run.run_dir), "good", 200, out)
+    assert good["checkpoints"][0]["score"] == max(scores)
+    medium = record_dataset(str(run.run_dir), "medium", 20, out)
+    middle = (medium["random_score"] + max(scores)) / 2
+    assert abs(medium["checkpoints"][0]["score"] - middle) == min(abs(s - middle) for s in scores)
+    mixed = record_dataset(str(run.run_dir), "mixed", 20, out)
+    assert [c["checkpoint"] for c in mixed["checkpoints"]] == [medium["checkpoints"][0]["checkpoint"],
+                                                              good["checkpoints"][0]["checkpoint"]]
+    with pytest.raises(ConfigError, match="already exists"):
+        record_dataset(str(run.run_dir), "good", 5, out)
+    with pytest.raises(ConfigError, match="quality='expert' is not one of poor, medium, good, replay, mixed"):
+        record_dataset(str(run.run_dir), "expert", 5, out)
+    with pytest.raises(ConfigError, match="random play records quality 'poor'"):
+        record_dataset("random", "good", 5, tmp_path / "other.vlt", env_overrides=["env=matrix"])
+    # behaviour cloning on the good data plays as the data's policy did (a deterministic greedy policy)
+    bc = coplay.train(["algo=bc", "env=matrix", "env.game=climbing", "env.rounds=1", f"algo.dataset={good['path']}",
+                       "seeds=2", "total_steps=200", "eval_episodes=2", "progress=false", f"out_dir={tmp_path}"])
+    assert bc.final_return["per_seed"] == pytest.approx([good["stats"]["return_mean"]] * 2)

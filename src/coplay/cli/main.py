@@ -102,6 +102,24 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_record(args: argparse.Namespace) -> int:
+    from coplay.experiment.record import record_dataset
+
+    out = record_dataset(args.source, args.quality, args.episodes, args.out, seed=args.seed, epsilon=args.epsilon,
+                         run_seed=args.run_seed, eval_episodes=args.eval_episodes, env_overrides=args.env)
+    stats = out["stats"]
+    print(f"written: {out['path']}")
+    print(f"{stats['episodes']} episodes, {stats['steps']} steps, mean length {stats['length_mean']:.1f}; "
+          f"return mean {stats['return_mean']}, min {stats['return_min']}, max {stats['return_max']}")
+    if "action_coverage" in stats:
+        print("actions taken at least once, per agent: " + ", ".join(f"{c:.0%}" for c in stats["action_coverage"]))
+    for c in out["checkpoints"]:
+        print(f"from {c['checkpoint']} (env step {c['env_steps']}): scored {c['score']:.3f}")
+    if "random_score" in out:
+        print(f"random play scores {out['random_score']:.3f}")
+    return 0
+
+
 def _cmd_tournament(args: argparse.Namespace) -> int:
     from coplay.experiment.tournament import run_tournament
 
@@ -169,6 +187,26 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--no-gif", action="store_true", help="do not write episode.gif")
     p_eval.set_defaults(func=_cmd_eval)
 
+    p_rec = sub.add_parser(
+        "record", help="record an offline dataset (OG-MARL's vault layout) from a run or random play",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="qualities: poor (random play), medium (the checkpoint halfway to the best), good (the best "
+               "checkpoint),\n  replay (every checkpoint in order), mixed (half medium, half good)\n"
+               "  coplay record runs/<run> --quality good --episodes 1000 --out datasets/spread.vlt\n"
+               "  coplay record random env=spread --quality poor --episodes 1000 --out datasets/spread.vlt")
+    p_rec.add_argument("source", help="a run directory written by coplay train, or 'random'")
+    p_rec.add_argument("env", nargs="*", help="with 'random': env=<name> [env.<field>=value ...]")
+    p_rec.add_argument("--quality", required=True, help="poor, medium, good, replay or mixed")
+    p_rec.add_argument("--episodes", type=int, required=True, help="episodes to record")
+    p_rec.add_argument("--out", required=True, help="the dataset directory, <dir>/<name>.vlt (the quality goes inside)")
+    p_rec.add_argument("--seed", type=int, default=0, help="random seed of the recording (default 0)")
+    p_rec.add_argument("--epsilon", type=float, default=0.0,
+                       help="replace each action by a random legal one with this probability (default 0)")
+    p_rec.add_argument("--run-seed", type=int, default=0, help="which of the run's seeds plays (default 0)")
+    p_rec.add_argument("--eval-episodes", type=int, default=32,
+                       help="episodes each checkpoint is scored by, to pick the medium and good ones (default 32)")
+    p_rec.set_defaults(func=_cmd_record)
+
     p_tour = sub.add_parser(
         "tournament", help="round robin between runs and bots: win/draw/loss, Elo, openskill, plot",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -214,7 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # The verbs whose positional arguments are key=value overrides, with where they go.
-_OVERRIDES = {"train": "overrides", "solve": "overrides", "sweep": "overrides", "tournament": "players"}
+_OVERRIDES = {"train": "overrides", "solve": "overrides", "sweep": "overrides", "tournament": "players",
+              "record": "env"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -55,6 +55,22 @@ Act = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
 
 
 @dataclass
+class Actor:
+    """A policy with a memory, as `record` plays it: `act(key, obs, mask, carry, reset)
+    -> (actions, carry)` (reset [E]: the episodes that start now) and `initial_carry(E)`."""
+
+    act: Callable[..., tuple[jax.Array, Any]]
+    initial_carry: Callable[[int], Any]
+
+
+def _actor(act: Act | Actor) -> Actor:
+    if isinstance(act, Actor):
+        return act
+    return Actor(act=lambda key, obs, mask, carry, reset: (act(key, obs, mask), carry),
+                 initial_carry=lambda episodes: jnp.zeros(()))
+
+
+@dataclass
 class Dataset:
     """Recorded steps in OG-MARL's layout (module doc) and coplay's description of them."""
 
@@ -104,33 +120,38 @@ def epsilon_mixture(act: Act, env: Env, epsilon: float) -> Act:
     return mixed
 
 
-def record(env: Env, act: Act, episodes: int, key: jax.Array, quality: str, meta: dict | None = None) -> Dataset:
+def record(env: Env, act: Act | Actor, episodes: int, key: jax.Array, quality: str,
+           meta: dict | None = None) -> Dataset:
     """`episodes` whole episodes of `act` on `env` (each played from its reset to its end,
-    side by side), deterministic from `key`, as one stream of steps."""
+    side by side), deterministic from `key`, as one stream of steps. `act` sees each
+    agent's observation flattened, `[E, N, O]`."""
     if quality not in QUALITIES:
         raise ConfigError(f"quality={quality!r} is not one of {', '.join(QUALITIES)}")
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ConfigError(f"episodes={episodes!r}: a dataset needs a whole number of at least 1 episode")
     spec = env.spec
     horizon = spec.max_steps
+    actor = _actor(act)
 
     def play(key):
         k_reset, k_run = jax.random.split(key)
         state, ts = jax.vmap(env.reset)(jax.random.split(k_reset, episodes))
         over = jnp.zeros((episodes,), bool)
+        memory = actor.initial_carry(episodes)
 
         def step(carry, k):
-            state, ts, over = carry
+            state, ts, over, memory, first = carry
             k_act, k_env = jax.random.split(k)
-            action = act(k_act, ts.obs.reshape(episodes, spec.num_agents, -1), ts.action_mask)
+            action, memory = actor.act(k_act, ts.obs.reshape(episodes, spec.num_agents, -1), ts.action_mask, memory,
+                                       jnp.full((episodes,), first))
             new_state, new_ts = jax.vmap(env.step)(state, action, jax.random.split(k_env, episodes))
             row = {"observations": ts.obs.reshape(episodes, spec.num_agents, -1).astype(jnp.float32),
                    "actions": action, "rewards": new_ts.reward.astype(jnp.float32),
                    "done": new_ts.done, "truncated": new_ts.truncated, "legals": ts.action_mask,
                    "state": ts.global_state.reshape(episodes, -1).astype(jnp.float32), "valid": ~over}
-            return (new_state, new_ts, over | new_ts.done), row
+            return (new_state, new_ts, over | new_ts.done, memory, jnp.asarray(False)), row
 
-        _, rows = jax.lax.scan(step, (state, ts, over), jax.random.split(k_run, horizon))
+        _, rows = jax.lax.scan(step, (state, ts, over, memory, jnp.asarray(True)), jax.random.split(k_run, horizon))
         return rows
 
     rows = jax.device_get(jax.jit(play)(key))                                  # each [T, E, ...]
@@ -149,6 +170,12 @@ def record(env: Env, act: Act, episodes: int, key: jax.Array, quality: str, meta
     }
     description = {"env": spec_record(spec), "quality": quality, "episodes": episodes, **(meta or {})}
     return Dataset(experience, description)
+
+
+def concatenate(parts: list[Dataset], meta: dict[str, Any]) -> Dataset:
+    """The parts' episodes one after another, described by `meta`."""
+    experience = jax.tree.map(lambda *xs: np.concatenate(xs, axis=1), *[p.experience for p in parts])
+    return Dataset(experience, meta)
 
 
 def dataset_stats(data: Dataset) -> dict[str, Any]:

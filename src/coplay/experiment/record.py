@@ -1,0 +1,168 @@
+"""Datasets of the standard qualities, recorded from a training run: `coplay record`.
+
+    coplay record runs/<run> --quality good --episodes 1000 --out datasets/spread.vlt
+    coplay record random env=spread env.n_agents=3 --quality poor --episodes 1000 --out datasets/spread.vlt
+
+The qualities are recipes over the run's kept checkpoints (train with
+`keep_checkpoints` as large as the number of chunks to keep its whole history),
+each checkpoint's policy scored by `eval_episodes` episodes in the environment:
+
+    poor     uniform random play over the legal actions
+    medium   the checkpoint whose score is nearest halfway between random play and the best checkpoint
+    good     the best checkpoint
+    replay   every checkpoint in training order, the episodes shared evenly (the run's history)
+    mixed    half medium, half good
+
+`--epsilon` replaces each agent's action by a random legal one with that
+probability, on top of any recipe. Everything is deterministic from `--seed`.
+The dataset is written at `<out>/<quality>` (OG-MARL's `<name>.vlt/<quality>`)
+with the recipe, the checkpoints, their scores and the environment's spec in
+its metadata, atomically.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from coplay.algos.common.evaluation import make_evaluator
+from coplay.core.compile import jit_once
+from coplay.core.env import Env
+from coplay.core.errors import ConfigError
+from coplay.core.registry import ENVS
+from coplay.experiment import checkpoint
+from coplay.experiment.config import parse_overrides
+from coplay.experiment.runner import check_checkpoint_config, init_state, plan
+from coplay.offline.dataset import (
+    QUALITIES,
+    Act,
+    Actor,
+    Dataset,
+    concatenate,
+    dataset_stats,
+    epsilon_mixture,
+    random_policy,
+    record,
+    save,
+)
+from coplay.wrappers.agent_id import with_agent_id
+
+
+def _policy_actor(trainer: Any, params: Any, env: Env) -> Actor:
+    """A trained policy acting on the environment's own observations: the agent ids its
+    network was trained with are appended here."""
+    policy = trainer.policy()
+    ours, theirs = int(np.prod(env.spec.obs_space.shape)), int(np.prod(policy.env.spec.obs_space.shape))
+    n = env.spec.num_agents
+    if theirs == ours:
+        view = lambda obs: obs                 # noqa: E731
+    elif theirs == ours + n:
+        view = with_agent_id
+    else:
+        raise ConfigError(f"the run's policy sees observations of size {theirs}, the environment's are {ours}: "
+                          "coplay record plays policies that see the environment's observation (with agent ids or "
+                          "without)")
+
+    def act(key, obs, mask, carry, reset):
+        return policy.act(params, view(obs), mask, key, carry, reset)
+
+    return Actor(act=act, initial_carry=lambda e: policy.initial_carry((e,)))
+
+
+def _scores(evaluate, params_list: list[Any], key: jax.Array) -> list[float]:
+    return [float(np.mean(evaluate(p, key)["return"])) for p in params_list]
+
+
+def record_dataset(source: str, quality: str, episodes: int, out: str | Path, *, seed: int = 0,
+                   epsilon: float = 0.0, run_seed: int = 0, eval_episodes: int = 32,
+                   env_overrides: list[str] | None = None) -> dict[str, Any]:
+    """Record `episodes` episodes of the recipe `quality` (module doc) from the run
+    directory `source` (its seed `run_seed`), or from random play (`source="random"`,
+    quality poor, on the environment `env_overrides` names). Returns the dataset's
+    path, its statistics and the checkpoints used with their scores."""
+    if quality not in QUALITIES:
+        raise ConfigError(f"quality={quality!r} is not one of {', '.join(QUALITIES)}")
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ConfigError(f"episodes={episodes!r}: a dataset needs a whole number of at least 1 episode")
+    if not 0.0 <= epsilon <= 1.0:
+        raise ConfigError(f"epsilon={epsilon} must be in [0, 1]")
+    out = Path(out)
+    if not out.name.endswith(".vlt"):
+        raise ConfigError(f"--out {out}: a dataset directory is named <name>.vlt (OG-MARL's layout), the quality "
+                          "goes inside it")
+    if (out / quality).exists():
+        raise ConfigError(f"{out / quality} already exists; remove it or record to another --out")
+    key = jax.random.PRNGKey(seed)
+    if source == "random":
+        if quality != "poor":
+            raise ConfigError(f"random play records quality 'poor', not {quality!r}: record the others from a run "
+                              "directory")
+        exp = parse_overrides(["algo=ippo", *(env_overrides or [])])
+        env = ENVS.make(exp.env, **exp.env_config)
+        noise = epsilon_mixture(random_policy(env), env, epsilon)
+        data = record(env, noise, episodes, key, quality, {"source": "random", "seed": seed, "epsilon": epsilon})
+        return {"path": str(save(data, out / quality)), "stats": dataset_stats(data), "checkpoints": []}
+    if env_overrides:
+        raise ConfigError(f"{' '.join(env_overrides)}: a run's dataset is recorded on the run's own environment")
+    run_dir = Path(source)
+    if not (run_dir / "config.yaml").exists():
+        raise ConfigError(f"{source!r} is neither 'random' nor a coplay run directory (no config.yaml)")
+    from coplay.experiment.config import Experiment
+
+    exp = Experiment.load(run_dir / "config.yaml")
+    if not 0 <= run_seed < exp.run.seeds:
+        raise ConfigError(f"--run-seed {run_seed}: the run has seeds 0..{exp.run.seeds - 1}")
+    p = plan(exp)
+    env, trainer = p.env, p.trainer
+    target = init_state(p)
+    paths = checkpoint.list_checkpoints(run_dir / "checkpoints")
+    if not paths:
+        raise ConfigError(f"{run_dir} has no checkpoint to record from")
+    params, steps = [], []
+    for path in paths:
+        state, meta = checkpoint.load(path, target, lambda m, f: check_checkpoint_config(m, exp, f))
+        params.append(jax.tree.map(lambda x: x[run_seed], trainer.policy_params(state)))
+        steps.append(meta.get("env_steps"))
+    evaluate = jit_once(make_evaluator(trainer.policy(), eval_episodes))
+    k_eval, k_record = jax.random.split(key)
+    scores = _scores(evaluate, params, k_eval)
+    random_score = float(np.mean(dataset_stats(record(env, random_policy(env), eval_episodes, k_eval,
+                                                      "poor"))["return_mean"]))
+    best = int(np.argmax(scores))
+    middle = (random_score + scores[best]) / 2
+    medium = int(np.argmin([abs(s - middle) for s in scores]))
+    recipe = {"good": [best], "medium": [medium], "mixed": [medium, best], "replay": list(range(len(paths))),
+              "poor": [-1]}[quality]
+    shares = np.diff(np.linspace(0, episodes, len(recipe) + 1).round().astype(int))
+    parts = []
+    for i, (which, count) in enumerate(zip(recipe, shares)):
+        if count == 0:
+            continue
+        act: Act | Actor = random_policy(env) if which < 0 else _policy_actor(trainer, params[which], env)
+        if epsilon > 0:
+            act = _noisy(act, env, epsilon)
+        parts.append(record(env, act, int(count), jax.random.fold_in(k_record, i), quality))
+    used = [{"checkpoint": paths[w].name, "env_steps": steps[w], "score": scores[w]} for w in recipe if w >= 0]
+    meta = {**parts[0].meta, "episodes": episodes, "source": str(run_dir), "run_seed": run_seed, "seed": seed,
+            "epsilon": epsilon, "random_score": random_score, "checkpoints": used}
+    data = concatenate(parts, meta) if len(parts) > 1 else Dataset(parts[0].experience, meta)
+    env.close()
+    return {"path": str(save(data, out / quality)), "stats": dataset_stats(data), "checkpoints": used,
+            "random_score": random_score}
+
+
+def _noisy(act: Act | Actor, env: Env, epsilon: float) -> Act | Actor:
+    """`act` with each agent's action replaced by a random legal one with probability epsilon."""
+    if not isinstance(act, Actor):
+        return epsilon_mixture(act, env, epsilon)
+    inner = act
+
+    def noisy(key, obs, mask, carry, reset):
+        k_act, k_mix = jax.random.split(key)
+        action, carry = inner.act(k_act, obs, mask, carry, reset)
+        return epsilon_mixture(lambda k, o, m: action, env, epsilon)(k_mix, obs, mask), carry
+
+    return Actor(act=noisy, initial_carry=inner.initial_carry)
