@@ -187,6 +187,7 @@ def test_record_writes_each_quality_from_a_runs_checkpoints_and_bc_clones_the_go
     assert main(["record", str(run.run_dir), "--quality", "replay", "--episodes", "10", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "written:" in printed and printed.count("from ckpt_") == 5
+    assert (tmp_path / "climbing.replay.png").stat().st_size > 0      # the statistics, drawn beside the dataset
     replay = load(out / "replay", env=coplay.make("matrix", game="climbing", rounds=1))
     used = replay.meta["checkpoints"]
     assert [c["env_steps"] for c in used] == [128, 256, 384, 512, 640] and replay.steps == 10   # 2 episodes each

@@ -117,6 +117,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
         print(f"from {c['checkpoint']} (env step {c['env_steps']}): scored {c['score']:.3f}")
     if "random_score" in out:
         print(f"random play scores {out['random_score']:.3f}")
+    print(f"statistics drawn: {out['plot']}")
     return 0
 
 

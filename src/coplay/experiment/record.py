@@ -17,7 +17,8 @@ each checkpoint's policy scored by `eval_episodes` episodes in the environment:
 probability, on top of any recipe. Everything is deterministic from `--seed`.
 The dataset is written at `<out>/<quality>` (OG-MARL's `<name>.vlt/<quality>`)
 with the recipe, the checkpoints, their scores and the environment's spec in
-its metadata, atomically.
+its metadata, atomically; its statistics (episode returns, each agent's action
+coverage) are drawn beside it, at `<name>.<quality>.png`.
 """
 
 from __future__ import annotations
@@ -72,6 +73,37 @@ def _policy_actor(trainer: Any, params: Any, env: Env) -> Actor:
     return Actor(act=act, initial_carry=lambda e: policy.initial_carry((e,)))
 
 
+def plot_stats(stats: dict[str, Any], path: Path, title: str) -> Path:
+    """The dataset's episode returns as a histogram (one per objective), with the mean
+    marked, and each agent's action coverage when actions are discrete."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from coplay.experiment.report import save_figure
+
+    returns = np.asarray(stats["returns"], np.float64).reshape(stats["episodes"], -1)     # [episodes, K]
+    coverage = stats.get("action_coverage")
+    panels = returns.shape[1] + (coverage is not None)
+    fig, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.5), dpi=100, squeeze=False)
+    for k in range(returns.shape[1]):
+        ax = axes[0, k]
+        ax.hist(returns[:, k], bins=min(40, max(5, stats["episodes"] // 10)), color="C0", alpha=0.8)
+        ax.axvline(returns[:, k].mean(), color="C3", label=f"mean {returns[:, k].mean():.3g}")
+        ax.set_xlabel("episode return (per agent)" + (f", objective {k}" if returns.shape[1] > 1 else ""))
+        ax.set_ylabel("episodes")
+        ax.legend()
+    if coverage is not None:
+        ax = axes[0, -1]
+        ax.bar(np.arange(len(coverage)), coverage, color="C2")
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("agent")
+        ax.set_ylabel("share of legal actions taken")
+    fig.suptitle(f"{title}: {stats['episodes']} episodes, {stats['steps']} steps")
+    return save_figure(fig, path)
+
+
 def _scores(evaluate, params_list: list[Any], key: jax.Array) -> list[float]:
     return [float(np.mean(evaluate(p, key)["return"])) for p in params_list]
 
@@ -104,7 +136,7 @@ def record_dataset(source: str, quality: str, episodes: int, out: str | Path, *,
         env = ENVS.make(exp.env, **exp.env_config)
         noise = epsilon_mixture(random_policy(env), env, epsilon)
         data = record(env, noise, episodes, key, quality, {"source": "random", "seed": seed, "epsilon": epsilon})
-        return {"path": str(save(data, out / quality)), "stats": dataset_stats(data), "checkpoints": []}
+        return _written(data, out, quality, {"checkpoints": []})
     if env_overrides:
         raise ConfigError(f"{' '.join(env_overrides)}: a run's dataset is recorded on the run's own environment")
     run_dir = Path(source)
@@ -150,8 +182,15 @@ def record_dataset(source: str, quality: str, episodes: int, out: str | Path, *,
             "epsilon": epsilon, "random_score": random_score, "checkpoints": used}
     data = concatenate(parts, meta) if len(parts) > 1 else Dataset(parts[0].experience, meta)
     env.close()
-    return {"path": str(save(data, out / quality)), "stats": dataset_stats(data), "checkpoints": used,
-            "random_score": random_score}
+    return _written(data, out, quality, {"checkpoints": used, "random_score": random_score})
+
+
+def _written(data: Dataset, out: Path, quality: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """Save the dataset and draw its statistics beside it, `<out without .vlt>.<quality>.png`."""
+    path = save(data, out / quality)
+    stats = dataset_stats(data)
+    plot = plot_stats(stats, out.parent / f"{out.name[:-len('.vlt')]}.{quality}.png", f"{out.name}/{quality}")
+    return {"path": str(path), "stats": stats, "plot": str(plot), **extra}
 
 
 def _noisy(act: Act | Actor, env: Env, epsilon: float) -> Act | Actor:

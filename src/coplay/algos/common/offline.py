@@ -175,7 +175,8 @@ class Offline(AgentLearner[Any]):
         k_net, k_mix, k_env, k_state = jax.random.split(key, 4)
         _, ts = self.env.reset(k_env)
         params = self.init_params(k_net, k_mix, jax.tree.map(lambda x: x[None], ts))
-        return OfflineState(params=params, target_params=params, opt_state=self.optimizer.init(params), key=k_state,
+        return OfflineState(params=params, target_params=self.initial_target(params),
+                            opt_state=self.optimizer.init(params), key=k_state,
                             updates=jnp.zeros((), jnp.int32), grad_steps=jnp.zeros((), jnp.int32))
 
     def update(self, state: OfflineState) -> tuple[OfflineState, dict[str, jax.Array]]:

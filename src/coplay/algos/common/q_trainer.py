@@ -103,6 +103,10 @@ class AgentLearner(Trainer[NC]):
         """The target network after gradient step `count` (none to keep by default)."""
         return target_params
 
+    def initial_target(self, params: dict) -> dict:
+        """The target network at the start: none by default, a copy where one is kept."""
+        return {}
+
     def wrap(self, env: Env) -> Env:
         """The environment as the trainer steps it (`rollout.acting_env`)."""
         return acting_env(env, self.config.share_params and self.config.agent_id)
@@ -213,6 +217,9 @@ class QFamily(AgentLearner[LC]):
 
     def lookahead(self) -> int:
         return self.config.n_step
+
+    def initial_target(self, params: dict) -> dict:
+        return params
 
     def next_target(self, params: dict, target_params: dict, count: jax.Array) -> dict:
         return ql.update_target(params, target_params, count, self.config.target_interval, self.config.tau)
