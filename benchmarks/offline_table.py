@@ -13,11 +13,13 @@ environment.
    `--seeds` seeds vmapped, `--grad-steps` gradient steps, evaluated greedily
    in the environment.
 
-Scores are normalised per dataset: (return - random play's) / (the dataset's
-best episode return - random play's), so 1 is the dataset's best episode and 0
-random play; IQM and 95% bootstrap CI over seeds. Beside them, each dataset's
-mean return (the behaviour the trainers learn from). Results go to
-benchmarks/results/offline_<env>.json and BENCHMARKS.md."""
+Scores are normalised as D4RL's are: (return - random play's) / (the best
+behaviour policy's - random play's), the best behaviour policy being the
+behaviour run's best checkpoint (the good dataset's policy), so 1 is that
+policy's return and 0 random play's, on every dataset of the environment alike;
+IQM and 95% bootstrap CI over seeds. Beside them, each dataset's mean and best
+episode return. Results go to benchmarks/results/offline_<env>.json and
+BENCHMARKS.md; `--table-only` writes the table again from that file."""
 
 from __future__ import annotations
 
@@ -52,7 +54,12 @@ def main() -> None:
     ap.add_argument("--grad-steps", type=int, default=5000)
     ap.add_argument("--eval-episodes", type=int, default=32)
     ap.add_argument("--algos", nargs="*", default=list(ALGOS))
+    ap.add_argument("--table-only", action="store_true", help="write the table again from the results file")
     args = ap.parse_args()
+    name = "_".join([args.env, *[o.replace("env.", "").replace("=", "") for o in args.env_overrides]])
+    if args.table_only:
+        write_table(name, json.loads((ROOT / "benchmarks" / "results" / f"offline_{name}.json").read_text()))
+        return
     env_args = [f"env={args.env}", *args.env_overrides]
     t0 = time.time()
     out: dict = {"settings": vars(args), "datasets": {}, "rows": []}
@@ -79,38 +86,41 @@ def main() -> None:
                                     f"total_steps={args.grad_steps}", f"chunk_steps={args.grad_steps}",
                                     f"eval_episodes={args.eval_episodes}", "progress=false", "tensorboard=false",
                                     f"out_dir={tmp}/runs"])
-                per_seed = np.asarray(run.final_return["per_seed"], np.float64)
-                score = (per_seed - d["random"]) / (d["return_max"] - d["random"])
-                est = iqm_ci(score[:, None])[0]
-                out["rows"].append({"quality": quality, "algo": algo, "per_seed": per_seed.tolist(),
-                                    "normalised": score.tolist(), "iqm": est.value, "low": est.low, "high": est.high,
-                                    "return_iqm": run.final_return["iqm"], "seconds": time.time() - t})
-                print(quality, algo, run.final_return["iqm"], f"{est.value:.3f} [{est.low:.3f}, {est.high:.3f}]",
-                      f"{time.time() - t:.0f} s", flush=True)
+                out["rows"].append({"quality": quality, "algo": algo, "per_seed": run.final_return["per_seed"],
+                                    "seconds": time.time() - t})
+                print(quality, algo, run.final_return["iqm"], f"{time.time() - t:.0f} s", flush=True)
     out["seconds"] = time.time() - t0
-    name = "_".join([args.env, *[o.replace("env.", "").replace("=", "") for o in args.env_overrides]])
     (ROOT / "benchmarks" / "results").mkdir(exist_ok=True)
     (ROOT / "benchmarks" / "results" / f"offline_{name}.json").write_text(json.dumps(out, indent=1))
+    write_table(name, out)
+
+
+def write_table(name: str, out: dict) -> None:
+    """The BENCHMARKS.md section of a finished run (`out`, as in its JSON file)."""
+    a = argparse.Namespace(**out["settings"])
+    random = out["datasets"]["good"]["random"]
+    best = max(c["score"] for d in out["datasets"].values() for c in d["checkpoints"])
     lines = [f"## Offline trainers on {name}", "",
-             f"`python benchmarks/offline_table.py --env {args.env}"
-             + (f" --env-overrides {' '.join(args.env_overrides)}" if args.env_overrides else "")
-             + f" --behaviour-steps {args.behaviour_steps} --episodes {args.episodes} --seeds {args.seeds} "
-               f"--grad-steps {args.grad_steps}` ({out['seconds'] / 60:.0f} min). Normalised score, IQM [95% CI] over "
-               f"{args.seeds} seeds: (return - random) / (dataset's best episode - random). Datasets from a MAPPO run "
-               f"of {args.behaviour_steps} steps; per-agent returns.", "",
-             "| dataset | mean return | best episode | random | " + " | ".join(args.algos) + " |",
-             "|---|---|---|---|" + "---|" * len(args.algos)]
+             f"`python benchmarks/offline_table.py --env {a.env}"
+             + (f" --env-overrides {' '.join(a.env_overrides)}" if a.env_overrides else "")
+             + f" --behaviour-steps {a.behaviour_steps} --episodes {a.episodes} --seeds {a.seeds} "
+               f"--grad-steps {a.grad_steps}` ({out['seconds'] / 60:.0f} min). Datasets of {a.episodes} episodes "
+               f"from a MAPPO run of {a.behaviour_steps:,} steps; per-agent returns. Normalised score, IQM [95% CI] "
+               f"over {a.seeds} seeds: (return - random play's {random:.2f}) / (the best behaviour policy's {best:.2f} "
+               "- random play's); in brackets, the return's IQM.", "",
+             "| dataset | mean return | best episode | " + " | ".join(a.algos) + " |",
+             "|---|---|---|" + "---|" * len(a.algos)]
     for quality in QUALITIES:
         d = out["datasets"][quality]
         cells = []
-        for algo in args.algos:
+        for algo in a.algos:
             r = next(r for r in out["rows"] if r["quality"] == quality and r["algo"] == algo)
-            cells.append(f"{r['iqm']:.2f} [{r['low']:.2f}, {r['high']:.2f}] ({r['return_iqm']:.2f})")
-        lines.append(f"| {quality} | {d['return_mean']:.2f} | {d['return_max']:.2f} | {d['random']:.2f} | "
-                     + " | ".join(cells) + " |")
-    lines += ["", "In brackets after each interval: the return's IQM over seeds."]
+            per_seed = np.asarray(r["per_seed"], np.float64)
+            score = iqm_ci(((per_seed - random) / (best - random))[:, None])[0]
+            ret = iqm_ci(per_seed[:, None])[0]
+            cells.append(f"{score.value:.2f} [{score.low:.2f}, {score.high:.2f}] ({ret.value:.2f})")
+        lines.append(f"| {quality} | {d['return_mean']:.2f} | {d['return_max']:.2f} | " + " | ".join(cells) + " |")
     write_section(f"offline_{name}", "\n".join(lines))
-
 
 if __name__ == "__main__":
     main()
