@@ -14,8 +14,9 @@ environment.
    in the environment.
 
 Scores are normalised as D4RL's are: (return - random play's) / (the best
-behaviour policy's - random play's), the best behaviour policy being the
-behaviour run's best checkpoint (the good dataset's policy), so 1 is that
+behaviour policy's - random play's), each measured by its own dataset's mean
+return (the poor dataset is random play, the good one the run's best
+checkpoint playing, each `--episodes` episodes), so 1 is the best behaviour
 policy's return and 0 random play's, on every dataset of the environment alike;
 IQM and 95% bootstrap CI over seeds. Beside them, each dataset's mean and best
 episode return. Results go to benchmarks/results/offline_<env>.json and
@@ -98,8 +99,7 @@ def main() -> None:
 def write_table(name: str, out: dict) -> None:
     """The BENCHMARKS.md section of a finished run (`out`, as in its JSON file)."""
     a = argparse.Namespace(**out["settings"])
-    random = out["datasets"]["good"]["random"]
-    best = max(c["score"] for d in out["datasets"].values() for c in d["checkpoints"])
+    random, best = out["datasets"]["poor"]["return_mean"], out["datasets"]["good"]["return_mean"]
     lines = [f"## Offline trainers on {name}", "",
              f"`python benchmarks/offline_table.py --env {a.env}"
              + (f" --env-overrides {' '.join(a.env_overrides)}" if a.env_overrides else "")
@@ -107,7 +107,8 @@ def write_table(name: str, out: dict) -> None:
                f"--grad-steps {a.grad_steps}` ({out['seconds'] / 60:.0f} min). Datasets of {a.episodes} episodes "
                f"from a MAPPO run of {a.behaviour_steps:,} steps; per-agent returns. Normalised score, IQM [95% CI] "
                f"over {a.seeds} seeds: (return - random play's {random:.2f}) / (the best behaviour policy's {best:.2f} "
-               "- random play's); in brackets, the return's IQM.", "",
+               "- random play's), each the mean return of its dataset (poor, good); in brackets, the return's IQM.",
+             "",
              "| dataset | mean return | best episode | " + " | ".join(a.algos) + " |",
              "|---|---|---|" + "---|" * len(a.algos)]
     for quality in QUALITIES:
