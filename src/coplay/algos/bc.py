@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.offline import Offline, OfflineNetConfig, mean_over
+from coplay.algos.common.offline import Offline, OfflineNetConfig
 from coplay.algos.common.q_trainer import AgentLearner
 from coplay.nets import distributions
 
@@ -43,4 +43,4 @@ class BC(Offline, AgentLearner[Config]):
         log_p = jax.nn.log_softmax(distributions.masked_logits(logits, w["action_mask"]), axis=-1)
         nll = -ql.chosen(log_p, w["action"])
         agree = (ql.greedy(logits, w["action_mask"]) == w["action"]).astype(jnp.float32)
-        return mean_over(nll, w["active"]), {"accuracy": mean_over(agree, w["active"])}
+        return ql.masked_mean(nll, w["active"]), {"accuracy": ql.masked_mean(agree, w["active"])}

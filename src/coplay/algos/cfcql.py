@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from coplay.algos.base import Capabilities
 from coplay.algos.common import conservative
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.offline import OfflineTeamConfig, OfflineTeamLearner, alpha_param, mean_over
+from coplay.algos.common.offline import OfflineTeamConfig, OfflineTeamLearner, alpha_param
 from coplay.core.config import param
 from coplay.core.types import TimeStep
 from coplay.nets import distributions
@@ -67,12 +67,12 @@ class CFCQL(OfflineTeamLearner[Config]):
         if "behaviour" in params:
             behaviour_logits = self._unroll(params["behaviour"], window)[:t]
             log_beta = jax.nn.log_softmax(distributions.masked_logits(behaviour_logits, mask), axis=-1)
-            bc = mean_over(-ql.chosen(log_beta, action), active)
+            bc = ql.masked_mean(-ql.chosen(log_beta, action), active)
             behaviour_logits = jax.lax.stop_gradient(behaviour_logits)
             stats["loss/behaviour"] = bc
         weights = conservative.counterfactual_weights(q_cf, mask, active, behaviour_logits, c.lambda_temp)
         penalty = conservative.counterfactual_penalty(q_cf, mask, q_tot, weights)
-        penalty = mean_over(penalty, jnp.any(active, axis=-1))
+        penalty = ql.masked_mean(penalty, jnp.any(active, axis=-1))
         stats.update({"loss/td": td, "loss/cql": penalty, "q_taken": jnp.mean(q_tot), "q_target": jnp.mean(target),
                       "lambda_max": jnp.mean(jnp.max(weights, axis=-1))})
         return td + c.cql_alpha * penalty + bc, stats

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 
 from coplay.algos.common import conservative
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.offline import OfflineQConfig, OfflineQLearner, alpha_param, mean_over
+from coplay.algos.common.offline import OfflineQConfig, OfflineQLearner, alpha_param
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class IQLCQL(OfflineQLearner[Config]):
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
         q, td, target, w = self.independent_parts(params, target_params, w)              # q: [T, B, N, A]
         t = q.shape[0]
-        penalty = mean_over(conservative.cql_penalty(q, w["action"][:t], w["action_mask"][:t]), w["active"][:t])
+        penalty = ql.masked_mean(conservative.cql_penalty(q, w["action"][:t], w["action_mask"][:t]), w["active"][:t])
         return td + self.config.cql_alpha * penalty, {"loss/td": td, "loss/cql": penalty,
                                                       "q_taken": jnp.mean(ql.chosen(q, w["action"][:t])),
                                                       "q_target": jnp.mean(target)}

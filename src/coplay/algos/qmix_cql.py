@@ -24,7 +24,8 @@ import jax.numpy as jnp
 
 from coplay.algos.base import Capabilities
 from coplay.algos.common import conservative
-from coplay.algos.common.offline import OfflineTeamConfig, OfflineTeamLearner, alpha_param, mean_over
+from coplay.algos.common import q_learning as ql
+from coplay.algos.common.offline import OfflineTeamConfig, OfflineTeamLearner, alpha_param
 from coplay.core.config import param
 
 
@@ -46,6 +47,6 @@ class QMIXCQL(OfflineTeamLearner[Config]):
         t = q.shape[0]
         penalty = conservative.joint_penalty(w["key"][0], q, w["action"][:t], w["action_mask"][:t],
                                              w["active"][:t], mix, w["global_state"][:t], q_tot, c.ood_samples)
-        penalty = mean_over(penalty, jnp.any(w["active"][:t], axis=-1))
+        penalty = ql.masked_mean(penalty, jnp.any(w["active"][:t], axis=-1))
         return td + c.cql_alpha * penalty, {"loss/td": td, "loss/cql": penalty, "q_taken": jnp.mean(q_tot),
                                             "q_target": jnp.mean(target)}

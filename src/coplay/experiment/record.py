@@ -35,7 +35,7 @@ from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.experiment import checkpoint
-from coplay.experiment.config import parse_overrides
+from coplay.experiment.config import Experiment, parse_overrides
 from coplay.experiment.runner import check_checkpoint_config, init_state, plan
 from coplay.offline.dataset import (
     QUALITIES,
@@ -142,8 +142,6 @@ def record_dataset(source: str, quality: str, episodes: int, out: str | Path, *,
     run_dir = Path(source)
     if not (run_dir / "config.yaml").exists():
         raise ConfigError(f"{source!r} is neither 'random' nor a coplay run directory (no config.yaml)")
-    from coplay.experiment.config import Experiment
-
     exp = Experiment.load(run_dir / "config.yaml")
     if not 0 <= run_seed < exp.run.seeds:
         raise ConfigError(f"--run-seed {run_seed}: the run has seeds 0..{exp.run.seeds - 1}")

@@ -157,10 +157,6 @@ class Offline(AgentLearner[Any]):
         self.dataset = read_dataset(config, env)
         self.windows = Windows(self.dataset, self.window, config.share_params and config.agent_id)
 
-    @property
-    def num_envs(self) -> int:
-        return 1
-
     def sample(self, key: jax.Array) -> dict[str, jax.Array]:
         """`batch_size` windows `[L, B, ...]` (a recurrent agent's start from a zero state),
         with a random key per position, `key` [L, 2], for a loss that draws actions."""
@@ -239,9 +235,3 @@ class OfflineTeamLearner(OfflineQLearner[TC]):
         t = q.shape[0]
         q_tot = mix(q_taken * w["active"][:t], w["global_state"][:t])
         return q, td, target, q_tot, mix, w
-
-
-def mean_over(x: jax.Array, weight: jax.Array) -> jax.Array:
-    """The mean of x over the entries where weight > 0 (x and weight broadcast)."""
-    weight = jnp.broadcast_to(weight, x.shape).astype(x.dtype)
-    return jnp.sum(x * weight) / jnp.maximum(jnp.sum(weight), 1.0)

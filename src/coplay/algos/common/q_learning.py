@@ -138,12 +138,17 @@ def update_target(online: Any, target: Any, step: jax.Array, interval: int, tau:
     return jax.tree.map(lambda new, old: jnp.where(due, new, old), moved, target)
 
 
+def masked_mean(x: jax.Array, weight: jax.Array) -> jax.Array:
+    """The mean of x over the entries where weight > 0 (weight broadcast to x; 0 when none)."""
+    weight = jnp.broadcast_to(weight, x.shape).astype(x.dtype)
+    return jnp.sum(x * weight) / jnp.maximum(jnp.sum(weight), 1.0)
+
+
 def td_loss(prediction: jax.Array, target: jax.Array, weight: jax.Array, kind: str) -> jax.Array:
     """Mean squared (or Huber) TD error over the entries with weight > 0."""
     error = prediction - jax.lax.stop_gradient(target)
     per = 0.5 * jnp.square(error) if kind == "mse" else optax.huber_loss(error)
-    weight = weight.astype(per.dtype)
-    return jnp.sum(per * weight) / jnp.maximum(jnp.sum(weight), 1.0)
+    return masked_mean(per, weight)
 
 
 def independent_td_loss(q_taken: jax.Array, next_value: jax.Array, w: dict[str, jax.Array], gamma: float, n: int,

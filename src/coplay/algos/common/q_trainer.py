@@ -281,7 +281,7 @@ class QLearner(QFamily[QC]):
         example = self.replay_item(first, jnp.zeros(self.num_agents, jnp.int32), first.reward, first.done,
                                    self.initial_carry(()))
         return TrainState(
-            params=params, target_params=params, opt_state=self.optimizer.init(params),
+            params=params, target_params=self.initial_target(params), opt_state=self.optimizer.init(params),
             buffer=self.buffer.init(example), env_state=env_state, ts=ts,
             carry=self.initial_carry((self.config.num_envs,)), key=k_state,
             updates=jnp.zeros((), jnp.int32), grad_steps=jnp.zeros((), jnp.int32),
