@@ -34,7 +34,8 @@ from coplay.offline import epsilon_mixture, record, save  # noqa: E402
 OPTIMUM = {"climbing": ([0, 0], 11.0), "penalty": ([0, 2], 10.0)}
 TRAINERS = [("offline IQL", "iql_cql", ["algo.cql_alpha=0"]), ("iql_cql", "iql_cql", []),
             ("QMIX, no penalty", "qmix_cql", ["algo.cql_alpha=0"]), ("qmix_cql", "qmix_cql", []),
-            ("vdn + cfcql", "cfcql", ["algo.mixer=vdn"]), ("cfcql", "cfcql", []), ("bc", "bc", [])]
+            ("vdn + cfcql", "cfcql", ["algo.mixer=vdn"]), ("cfcql", "cfcql", []),
+            ("vdn + maicq", "maicq", ["algo.mixer=vdn"]), ("maicq", "maicq", []), ("bc", "bc", [])]
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ from coplay.eval.stats import iqm_ci  # noqa: E402
 from coplay.experiment.record import record_dataset  # noqa: E402
 
 QUALITIES = ("poor", "medium", "good", "replay", "mixed")
-ALGOS = ("bc", "iql_cql", "qmix_cql", "cfcql")
+ALGOS = ("bc", "iql_cql", "qmix_cql", "cfcql", "maicq")
 
 
 def main() -> None:
@@ -56,6 +56,9 @@ def main() -> None:
     ap.add_argument("--eval-episodes", type=int, default=32)
     ap.add_argument("--algos", nargs="*", default=list(ALGOS))
     ap.add_argument("--table-only", action="store_true", help="write the table again from the results file")
+    ap.add_argument("--merge", action="store_true",
+                    help="add these algorithms' rows to the results file's (its datasets are made again, from the "
+                         "same seeds, and must come out the same)")
     args = ap.parse_args()
     name = "_".join([args.env, *[o.replace("env.", "").replace("=", "") for o in args.env_overrides]])
     if args.table_only:
@@ -91,9 +94,26 @@ def main() -> None:
                                     "seconds": time.time() - t})
                 print(quality, algo, run.final_return["iqm"], f"{time.time() - t:.0f} s", flush=True)
     out["seconds"] = time.time() - t0
-    (ROOT / "benchmarks" / "results").mkdir(exist_ok=True)
-    (ROOT / "benchmarks" / "results" / f"offline_{name}.json").write_text(json.dumps(out, indent=1))
+    results = ROOT / "benchmarks" / "results" / f"offline_{name}.json"
+    if args.merge and results.exists():
+        out = merged(json.loads(results.read_text()), out)
+    results.parent.mkdir(exist_ok=True)
+    results.write_text(json.dumps(out, indent=1))
     write_table(name, out)
+
+
+def merged(old: dict, new: dict) -> dict:
+    """`old`'s results with `new`'s algorithms added (or replaced), refused unless both
+    were made on the same datasets (the same mean and best return at every quality)."""
+    for quality, d in new["datasets"].items():
+        o = old["datasets"][quality]
+        if not np.allclose([o["return_mean"], o["return_max"]], [d["return_mean"], d["return_max"]]):
+            raise SystemExit(f"--merge: the {quality} dataset came out differently ({d['return_mean']} vs "
+                             f"{o['return_mean']}); run every algorithm again without --merge")
+    algos = [a for a in ALGOS if a in old["settings"]["algos"] or a in new["settings"]["algos"]]
+    rows = [r for r in old["rows"] if r["algo"] not in new["settings"]["algos"]] + new["rows"]
+    settings = {**old["settings"], "algos": algos}
+    return {**old, "settings": settings, "rows": rows, "seconds": old["seconds"] + new["seconds"]}
 
 
 def write_table(name: str, out: dict) -> None:

@@ -130,7 +130,7 @@ def test_team_value_methods_recover_the_optimum_from_data_where_independent_lear
     best = OPTIMUM[game][1]
     independent = _offline(game, "iql_cql", matrix_data[game], tmp_path, "algo.cql_alpha=0")
     assert max(independent.final_return["per_seed"]) < best           # no seed finds the optimum
-    for algo in ("qmix_cql", "cfcql"):
+    for algo in ("qmix_cql", "cfcql", "maicq"):
         run = _offline(game, algo, matrix_data[game], tmp_path)
         found = np.mean(np.asarray(run.final_return["per_seed"]) == best)
         assert found >= 0.9, (algo, run.final_return["per_seed"])

@@ -16,6 +16,7 @@ from coplay.algos import (
     ippo,
     iql,
     iql_cql,
+    maicq,
     mappo,
     mo_ppo,
     mo_qmix,
@@ -59,6 +60,8 @@ _register(qmix_cql.QMIXCQL, "offline", "QMIX (or VDN) from a dataset with CQL's 
                                        "actions (MACQL)")
 _register(cfcql.CFCQL, "offline", "counterfactual CQL: QMIX (or VDN) from a dataset, CQL's penalty one agent at a "
                                   "time with the others at the data's actions")
+_register(maicq.MAICQ, "offline", "implicit constraint actor-critic: a team value by SARSA on the data's actions, "
+                                 "policies by advantage-weighted regression (MAICQ)")
 _register(selfplay_ppo.SelfPlayPPO, "self-play",
           "PPO against a pool of its own snapshots (latest, uniform or PFSP), every seat")
 _register(grpo.GRPO, "text", "group-relative policy optimisation of a token-level policy on text environments, "
