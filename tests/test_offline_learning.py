@@ -1,5 +1,6 @@
 """Offline trainers: the conservative penalties against hand-computed values, the
-coordination test on matrix-game data, and the run around them (resume, refusals)."""
+coordination test on matrix-game data, the run around them (resume, refusals),
+and fine-tuning an offline result online (`init_from`)."""
 
 import math
 
@@ -169,6 +170,54 @@ def test_an_offline_run_refuses_a_missing_dataset_or_one_of_another_environment(
     with pytest.raises(ConfigError, match="does not fit environment 'spread'"):
         coplay.train(["algo=qmix_cql", "env=spread", f"algo.dataset={path}", f"out_dir={tmp_path}"])
     assert not list(tmp_path.glob("*-qmix_cql-*"))      # refused before a run directory was made
+
+
+# ----- offline to online: init_from ------------------------------------------------------------------------
+
+# online QMIX's matrix-game budget, as in test_q_results: from scratch it ends in the safe block (5, 6 or 7)
+ONLINE_QMIX = ["algo=qmix", "env=matrix", "env.game=climbing", "env.rounds=1", "total_steps=8000",
+               "chunk_steps=8000", "algo.learning_starts=1000", "algo.buffer_size=4000", "algo.eps_decay=0.5",
+               "algo.num_envs=8", "algo.rollout_len=4", "eval_episodes=16", "progress=false"]
+
+
+@pytest.mark.slow
+def test_an_offline_result_fine_tuned_by_online_qmix_keeps_the_optimum(matrix_data, tmp_path):
+    offline = _offline("climbing", "cfcql", matrix_data["climbing"], tmp_path, "seeds=1", "name=offline")
+    assert offline.final_return["per_seed"] == [11.0]
+    tuned = coplay.train(ONLINE_QMIX + ["seeds=4", f"init_from={offline.run_dir}", f"out_dir={tmp_path}"])
+    assert tuned.final_return["per_seed"] == [11.0] * 4      # the one seed's networks, copied to all four, kept
+
+
+def test_init_from_copies_the_named_groups_into_every_seed_and_refuses_what_does_not_fit(matrix_data, tmp_path):
+    from coplay.experiment import warm_start
+    from coplay.experiment.runner import init_state, plan, resolve
+
+    bc = _offline("climbing", "bc", matrix_data["climbing"], tmp_path, "seeds=2", "total_steps=20",
+                  "chunk_steps=20", "algo.grad_steps=10", "name=bc")
+    base = ["algo=mappo", "env=matrix", "env.game=climbing", "env.rounds=1", f"out_dir={tmp_path}"]
+    exp = resolve(base + ["seeds=2", f"init_from={bc.run_dir}", "init_params=agent:actor"])
+    fresh = init_state(plan(exp))
+    state = warm_start.apply(exp, fresh)             # behaviour cloning's network is MAPPO's actor
+    for a, b in zip(jax.tree.leaves(state.params["actor"]), jax.tree.leaves(bc.state.params["agent"])):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    for a, b in zip(jax.tree.leaves(state.params["critic"]), jax.tree.leaves(fresh.params["critic"])):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert not np.array_equal(*[np.asarray(jax.tree.leaves(bc.state.params["agent"])[0][i]) for i in (0, 1)])
+
+    refused = {
+        "share no name": ["seeds=2", f"init_from={bc.run_dir}"],                        # agent vs actor, critic
+        "no parameter group 'policy'": ["seeds=2", f"init_from={bc.run_dir}", "init_params=policy:actor"],
+        "this run has no parameter group 'agent'": ["seeds=2", f"init_from={bc.run_dir}", "init_params=agent"],
+        "that run has 2 seeds and this one 3": ["seeds=3", f"init_from={bc.run_dir}", "init_params=agent:actor"],
+        "the networks differ": ["seeds=2", "algo.hidden_size=32", f"init_from={bc.run_dir}",
+                                "init_params=agent:actor"],
+        "trained on env=matrix": ["env.game=penalty", "seeds=2", f"init_from={bc.run_dir}", "init_params=agent:actor"],
+        "not a coplay run directory": [f"init_from={tmp_path}/nothing"],
+    }
+    for words, extra in refused.items():
+        with pytest.raises(ConfigError, match=words):
+            coplay.train(base + extra + ["name=refused"])
+        assert not (tmp_path / "refused").exists()            # refused before the run directory was made
 
 
 # ----- coplay record: the qualities from a run ---------------------------------------------------------------

@@ -118,6 +118,15 @@ def _contents(path: Path) -> dict:
         raise CheckpointError(f"checkpoint {path} cannot be read: {e}") from e
 
 
+def arrays(path: Path) -> dict[str, Any]:
+    """A checkpoint's state as arrays by name (`.params['agent']...`), read without
+    the config that wrote it."""
+    stored = _contents(Path(path)).get("state")
+    if not isinstance(stored, dict):
+        raise CheckpointError(f"checkpoint {path} cannot be read: it holds no state")
+    return stored
+
+
 def list_checkpoints(directory: Path) -> list[Path]:
     directory = Path(directory)
     if not directory.is_dir():

@@ -90,6 +90,10 @@ class RunConfig:
     name: str | None = param(None, "run directory name (default: <time>-<algo>-<env>)", affects_results=False,
                              rule=directory_name)
     resume: str | None = param(None, "run directory to continue from its last checkpoint", affects_results=False)
+    init_from: str | None = param(None, "run directory whose trained networks this run starts from (offline to "
+                                        "online fine-tuning): the parameter groups both trainers have")
+    init_params: str | None = param(None, "with init_from, the groups to copy, source:destination, e.g. "
+                                          "agent:actor (default: every group both runs have by name)")
     progress: bool = param(True, "show a progress bar", affects_results=False)
     tensorboard: bool = param(True, "write TensorBoard event files", affects_results=False)
     scalarise: str | None = param(None, "train on a utility of the environment's vector reward "

@@ -42,7 +42,7 @@ from coplay.core.errors import (
     callback_errors,
 )
 from coplay.core.registry import ENVS
-from coplay.experiment import checkpoint, fronts
+from coplay.experiment import checkpoint, fronts, warm_start
 from coplay.experiment.config import Experiment, numbers, parse_overrides, result_dict, resume_differences
 from coplay.experiment.health import HealthWatch
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
@@ -318,6 +318,12 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
             raise ConfigError(f"cannot resume {resume_dir} with a different config ({detail}); "
                               "resume with the run's own config, or start a new run")
     p = plan(exp)  # all validation happens here, before any compilation
+    if exp.run.init_from is not None and resume_dir is None:
+        try:
+            warm_start.check(exp, jax.eval_shape(p.trainer.init, jax.random.PRNGKey(0)))
+        except BaseException:
+            p.env.close()
+            raise
     try:
         with callback_errors():  # a bridged environment's error keeps its type and message
             return _run(p, resume_dir, stop_after_chunks)
@@ -376,6 +382,8 @@ def _train(p: Plan, run_dir: Path, resumed: bool, stop_after_chunks: int | None)
         else:
             print(f"resuming {run_dir}: it stopped before its first checkpoint, so it starts from the beginning",
                   flush=True)
+    if start_chunk == 0 and exp.run.init_from is not None:
+        state = warm_start.apply(exp, state)
     state = place(p, state)
 
     log = MetricsLog(run_dir, exp.run.tensorboard)
