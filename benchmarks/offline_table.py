@@ -55,6 +55,8 @@ def main() -> None:
     ap.add_argument("--grad-steps", type=int, default=5000)
     ap.add_argument("--eval-episodes", type=int, default=32)
     ap.add_argument("--algos", nargs="*", default=list(ALGOS))
+    ap.add_argument("--qualities", nargs="*", default=list(QUALITIES), choices=QUALITIES,
+                    help="the datasets trained on (poor and good are always recorded: they set the scale)")
     ap.add_argument("--table-only", action="store_true", help="write the table again from the results file")
     ap.add_argument("--merge", action="store_true",
                     help="add these algorithms' rows to the results file's (its datasets are made again, from the "
@@ -74,7 +76,7 @@ def main() -> None:
                                   f"out_dir={tmp}/runs"])
         print(f"behaviour run: {behaviour.final_return} ({time.time() - t0:.0f} s)", flush=True)
         vault = Path(tmp) / f"{args.env}.vlt"
-        for quality in QUALITIES:
+        for quality in [q for q in QUALITIES if q in ("poor", "good", *args.qualities)]:
             rec = record_dataset(str(behaviour.run_dir), quality, args.episodes, vault, seed=1,
                                  eval_episodes=args.eval_episodes)
             s = rec["stats"]
@@ -82,7 +84,7 @@ def main() -> None:
                                         "return_max": s["return_max"], "random": rec["random_score"],
                                         "checkpoints": rec["checkpoints"]}
             print(quality, out["datasets"][quality]["return_mean"], s["return_max"], flush=True)
-        for quality in QUALITIES:
+        for quality in args.qualities:
             d = out["datasets"][quality]
             for algo in args.algos:
                 t = time.time()
@@ -105,6 +107,8 @@ def main() -> None:
 def merged(old: dict, new: dict) -> dict:
     """`old`'s results with `new`'s algorithms added (or replaced), refused unless both
     were made on the same datasets (the same mean and best return at every quality)."""
+    if list(old["settings"].get("qualities", QUALITIES)) != list(new["settings"]["qualities"]):
+        raise SystemExit("--merge: the results file was made on other qualities; use the same --qualities")
     for quality, d in new["datasets"].items():
         o = old["datasets"][quality]
         if not np.allclose([o["return_mean"], o["return_max"]], [d["return_mean"], d["return_max"]]):
@@ -123,6 +127,8 @@ def write_table(name: str, out: dict) -> None:
     lines = [f"## Offline trainers on {name}", "",
              f"`python benchmarks/offline_table.py --env {a.env}"
              + (f" --env-overrides {' '.join(a.env_overrides)}" if a.env_overrides else "")
+             + (f" --qualities {' '.join(a.qualities)}" if list(getattr(a, "qualities", QUALITIES)) != list(QUALITIES)
+                else "")
              + f" --behaviour-steps {a.behaviour_steps} --episodes {a.episodes} --seeds {a.seeds} "
                f"--grad-steps {a.grad_steps}` ({out['seconds'] / 60:.0f} min). Datasets of {a.episodes} episodes "
                f"from a MAPPO run of {a.behaviour_steps:,} steps; per-agent returns. Normalised score, IQM [95% CI] "
@@ -131,7 +137,7 @@ def write_table(name: str, out: dict) -> None:
              "",
              "| dataset | mean return | best episode | " + " | ".join(a.algos) + " |",
              "|---|---|---|" + "---|" * len(a.algos)]
-    for quality in QUALITIES:
+    for quality in getattr(a, "qualities", QUALITIES):
         d = out["datasets"][quality]
         cells = []
         for algo in a.algos:
