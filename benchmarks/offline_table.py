@@ -61,7 +61,13 @@ def main() -> None:
     ap.add_argument("--merge", action="store_true",
                     help="add these algorithms' rows to the results file's (its datasets are made again, from the "
                          "same seeds, and must come out the same)")
+    ap.add_argument("--scaling", nargs="*", metavar="RESULTS",
+                    help="write one table of the mixed datasets across these results files' names (e.g. spread "
+                         "spread_n_agents6 spread_n_agents10) and stop")
     args = ap.parse_args()
+    if args.scaling:
+        write_scaling(args.scaling)
+        return
     name = "_".join([args.env, *[o.replace("env.", "").replace("=", "") for o in args.env_overrides]])
     if args.table_only:
         write_table(name, json.loads((ROOT / "benchmarks" / "results" / f"offline_{name}.json").read_text()))
@@ -120,6 +126,15 @@ def merged(old: dict, new: dict) -> dict:
     return {**old, "settings": settings, "rows": rows, "seconds": old["seconds"] + new["seconds"]}
 
 
+def cell(out: dict, quality: str, algo: str) -> str:
+    """An algorithm's normalised score on a dataset, IQM [95% CI] over seeds, and its return's IQM."""
+    random, best = out["datasets"]["poor"]["return_mean"], out["datasets"]["good"]["return_mean"]
+    r = next(r for r in out["rows"] if r["quality"] == quality and r["algo"] == algo)
+    per_seed = np.asarray(r["per_seed"], np.float64)
+    score, ret = iqm_ci(((per_seed - random) / (best - random))[:, None])[0], iqm_ci(per_seed[:, None])[0]
+    return f"{score.value:.2f} [{score.low:.2f}, {score.high:.2f}] ({ret.value:.2f})"
+
+
 def write_table(name: str, out: dict) -> None:
     """The BENCHMARKS.md section of a finished run (`out`, as in its JSON file)."""
     a = argparse.Namespace(**out["settings"])
@@ -141,13 +156,32 @@ def write_table(name: str, out: dict) -> None:
         d = out["datasets"][quality]
         cells = []
         for algo in a.algos:
-            r = next(r for r in out["rows"] if r["quality"] == quality and r["algo"] == algo)
-            per_seed = np.asarray(r["per_seed"], np.float64)
-            score = iqm_ci(((per_seed - random) / (best - random))[:, None])[0]
-            ret = iqm_ci(per_seed[:, None])[0]
-            cells.append(f"{score.value:.2f} [{score.low:.2f}, {score.high:.2f}] ({ret.value:.2f})")
+            cells.append(cell(out, quality, algo))
         lines.append(f"| {quality} | {d['return_mean']:.2f} | {d['return_max']:.2f} | " + " | ".join(cells) + " |")
     write_section(f"offline_{name}", "\n".join(lines))
+
+def write_scaling(names: list[str], quality: str = "mixed") -> None:
+    """One table: each results file's `quality` dataset, every algorithm's normalised
+    score and return, by the environment's number of agents."""
+    outs = [json.loads((ROOT / "benchmarks" / "results" / f"offline_{n}.json").read_text()) for n in names]
+    algos = [a for a in ALGOS if all(any(r["algo"] == a and r["quality"] == quality for r in o["rows"]) for o in outs)]
+    lines = [f"## Offline trainers as agents are added (spread, {quality} data)", "",
+             "`python benchmarks/offline_table.py --scaling " + " ".join(names) + "`, from the runs of "
+             + ", ".join(f"`offline_{n}.json`" for n in names) + " (each made as its own section says: a MAPPO run, "
+             f"its {quality} dataset, 10 seeds per trainer). Normalised score as there, IQM [95% CI] over seeds; in "
+             "brackets, the return's IQM.", "",
+             "| environment | agents | dataset mean return | " + " | ".join(algos) + " |",
+             "|---|---|---|" + "---|" * len(algos)]
+    for name, out in zip(names, outs):
+        overrides = dict(o.replace("env.", "").split("=") for o in out["settings"]["env_overrides"])
+        agents = overrides.get("n_agents", "3")
+        cells = []
+        for algo in algos:
+            cells.append(cell(out, quality, algo))
+        mean = out["datasets"][quality]["return_mean"]
+        lines.append(f"| {name} | {agents} | {mean:.2f} | " + " | ".join(cells) + " |")
+    write_section("offline_scaling", "\n".join(lines))
+
 
 if __name__ == "__main__":
     main()
