@@ -54,18 +54,26 @@ WINDOW, BATCH, HIDDEN, LR, GAMMA, TARGET_EVERY, CLIP, ALPHA = 20, 64, 64, 3e-4, 
 EMBED, HYPER = 32, 64
 SHARED = [f"algo.batch_size={BATCH}", f"algo.hidden_size={HIDDEN}", f"algo.lr={LR}", "algo.anneal_lr=false",
           f"algo.gamma={GAMMA}", f"algo.target_interval={TARGET_EVERY}", f"algo.max_grad_norm={CLIP}",
-          f"algo.cql_alpha={ALPHA}", "algo.recurrent=true", "algo.num_layers=1", f"algo.seq_len={WINDOW - 1}"]
+          f"algo.cql_alpha={ALPHA}"]
+# the agent network: OG-MARL's (Linear, ReLU, GRU, Linear over windows of 20 steps), or coplay's default
+# feed-forward one (two ReLU layers, one trained step and its bootstrap per window)
+NETS = {"GRU": ["algo.recurrent=true", "algo.num_layers=1", f"algo.seq_len={WINDOW - 1}"],
+        "MLP": ["algo.recurrent=false", "algo.num_layers=2"]}
 
 
 # ----- the PyTorch side ---------------------------------------------------------------------------------------
 
 class Agent(nn.Module):
-    def __init__(self, inp: int, actions: int):
+    def __init__(self, inp: int, actions: int, recurrent: bool):
         super().__init__()
-        self.fc, self.gru, self.head = nn.Linear(inp, HIDDEN), nn.GRUCell(HIDDEN, HIDDEN), nn.Linear(HIDDEN, actions)
+        self.recurrent = recurrent
+        self.fc, self.head = nn.Linear(inp, HIDDEN), nn.Linear(HIDDEN, actions)
+        self.gru = nn.GRUCell(HIDDEN, HIDDEN) if recurrent else nn.Linear(HIDDEN, HIDDEN)
 
     def unroll(self, obs: torch.Tensor, reset: torch.Tensor) -> torch.Tensor:
         """obs [L, B, N, D], reset [L, B] -> Q [L, B, N, A]."""
+        if not self.recurrent:
+            return self.head(torch.relu(self.gru(torch.relu(self.fc(obs)))))
         length, b, n, _ = obs.shape
         h = obs.new_zeros(b * n, HIDDEN)
         out = []
@@ -98,15 +106,16 @@ class Mixer(nn.Module):
 class TorchOffline:
     """One gradient step of iql_cql or cfcql per `step()`, as OG-MARL's systems take them."""
 
-    def __init__(self, algo: str, arrays: dict[str, np.ndarray], seed: int = 0):
+    def __init__(self, algo: str, arrays: dict[str, np.ndarray], recurrent: bool, seed: int = 0):
         torch.manual_seed(seed)
         self.algo = algo
+        self.window = WINDOW if recurrent else 2
         self.data = {k: torch.as_tensor(np.array(v)) for k, v in arrays.items()}
         self.steps_total = arrays["obs"].shape[0]
         n, a = arrays["legal"].shape[1:]
         self.n = n
-        self.agent = Agent(arrays["obs"].shape[-1], a)
-        self.target = Agent(arrays["obs"].shape[-1], a)
+        self.agent = Agent(arrays["obs"].shape[-1], a, recurrent)
+        self.target = Agent(arrays["obs"].shape[-1], a, recurrent)
         params = list(self.agent.parameters())
         if algo == "cfcql":
             self.mixer, self.target_mixer = Mixer(n, arrays["state"].shape[-1]), Mixer(n, arrays["state"].shape[-1])
@@ -122,13 +131,13 @@ class TorchOffline:
             self.target_mixer.load_state_dict(self.mixer.state_dict())
 
     def sample(self) -> dict[str, torch.Tensor]:
-        start = torch.randint(0, self.steps_total - WINDOW + 1, (BATCH,))
-        at = start[None, :] + torch.arange(WINDOW)[:, None]                                   # [L, B]
+        start = torch.randint(0, self.steps_total - self.window + 1, (BATCH,))
+        at = start[None, :] + torch.arange(self.window)[:, None]                                   # [L, B]
         return {k: v[at] for k, v in self.data.items()}
 
     def step(self) -> float:
         w = self.sample()
-        t = WINDOW - 1
+        t = self.window - 1
         q = self.agent.unroll(w["obs"], w["reset"])                                         # [L, B, N, A]
         with torch.no_grad():
             q_target = self.target.unroll(w["obs"], w["reset"])
@@ -181,8 +190,8 @@ def torch_arrays(path: Path, env) -> dict[str, np.ndarray]:
             "state": np.asarray(e["infos"]["state"][0], np.float32).reshape(steps, -1)}
 
 
-def time_torch(algo: str, arrays: dict, steps: int) -> float:
-    runner = TorchOffline(algo, arrays)
+def time_torch(algo: str, net: str, arrays: dict, steps: int) -> float:
+    runner = TorchOffline(algo, arrays, recurrent=net == "GRU")
     for _ in range(20):
         runner.step()
     t0 = time.perf_counter()
@@ -195,11 +204,11 @@ def time_torch(algo: str, arrays: dict, steps: int) -> float:
 
 # ----- the coplay side ---------------------------------------------------------------------------------------
 
-def time_coplay(algo: str, dataset: Path, steps: int, seeds: int) -> tuple[float, float]:
+def time_coplay(algo: str, net: str, dataset: Path, steps: int, seeds: int) -> tuple[float, float]:
     """(gradient steps per second over all seeds, compile seconds)."""
     exp = parse_overrides([f"algo={algo}", "env=spread", f"algo.dataset={dataset}", f"seeds={seeds}",
                            f"total_steps={steps}", f"chunk_steps={steps}", "algo.grad_steps=100", "progress=false",
-                           "tensorboard=false", *SHARED])
+                           "tensorboard=false", *SHARED, *NETS[net]])
     p = plan(exp)
     state = init_state(p)
     t0 = time.perf_counter()
@@ -220,6 +229,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=2000, help="gradient steps timed per measurement")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--episodes", type=int, default=200)
+    ap.add_argument("--nets", nargs="*", default=list(NETS), choices=list(NETS))
     args = ap.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
     env = coplay.make("spread")
@@ -228,19 +238,20 @@ def main() -> None:
         path = save(record(env, random_policy(env), args.episodes, jax.random.PRNGKey(0), "poor"),
                     Path(tmp) / "spread.vlt" / "poor")
         arrays = torch_arrays(path, env)
-        for algo in ("iql_cql", "cfcql"):
+        for net, algo in [(net, algo) for net in args.nets for algo in ("iql_cql", "cfcql")]:
+            steps = args.steps * (1 if net == "GRU" else 5)      # a feed-forward step is the shorter
             runs: dict[str, list[float]] = {"coplay, 1 seed": [], "coplay, 10 seeds": [], "PyTorch": []}
             compile_s = []
             for _ in range(args.repeats):          # interleaved, so that a slow minute hits every side
-                one, c = time_coplay(algo, path, args.steps, 1)
-                ten, _ = time_coplay(algo, path, max(args.steps // 10, 100), 10)
+                one, c = time_coplay(algo, net, path, steps, 1)
+                ten, _ = time_coplay(algo, net, path, max(steps // 10, 100), 10)
                 runs["coplay, 1 seed"].append(one)
                 runs["coplay, 10 seeds"].append(ten)
-                runs["PyTorch"].append(time_torch(algo, arrays, args.steps))
+                runs["PyTorch"].append(time_torch(algo, net, arrays, steps))
                 compile_s.append(c)
-                print(algo, {k: round(v[-1], 1) for k, v in runs.items()}, flush=True)
-            rows.append({"algo": algo, "steps_per_s": {k: float(np.median(v)) for k, v in runs.items()},
-                         "all": runs, "compile_s": float(np.median(compile_s))})
+                print(net, algo, {k: round(v[-1], 1) for k, v in runs.items()}, flush=True)
+            rows.append({"algo": algo, "net": net, "steps": steps, "compile_s": float(np.median(compile_s)),
+                         "steps_per_s": {k: float(np.median(v)) for k, v in runs.items()}, "all": runs})
     out = {"settings": vars(args), "machine": machine(), "torch": torch.__version__, "jax": jax.__version__,
            "rows": rows}
     (ROOT / "benchmarks" / "results").mkdir(exist_ok=True)
@@ -248,18 +259,21 @@ def main() -> None:
     lines = ["## Offline gradient steps per second beside PyTorch", "",
              f"`python benchmarks/offline_speed.py --steps {args.steps} --repeats {args.repeats}` on {machine()}, "
              f"JAX {jax.__version__}, PyTorch {torch.__version__} ({torch.get_num_threads()} threads). The same "
-             f"update on both sides: windows of {WINDOW} steps, {BATCH} per batch, a Linear-GRU agent network of "
-             f"{HIDDEN} units shared by spread's 3 agents, double Q, a target copy every {TARGET_EVERY} steps, Adam "
-             f"{LR}, gradient clip {CLIP} (OG-MARL's IQL+CQL configuration; OG-MARL itself is not installable here, "
-             "so the PyTorch side is this file's, written as OG-MARL's systems are: one optimiser step per Python "
-             "call). Dataset: random play on spread, "
-             f"{args.episodes} episodes. Gradient steps per second, median of {args.repeats}; coplay's compile time "
-             "apart, not counted.", "",
-             "| algorithm | coplay, 1 seed | coplay, 10 seeds vmapped (all seeds' steps) | PyTorch | coplay 1 seed / "
-             "PyTorch | coplay 10 seeds / PyTorch | coplay compile s |", "|---|---|---|---|---|---|---|"]
+             f"update on both sides: {BATCH} windows per batch, an agent network of {HIDDEN} units shared by "
+             f"spread's 3 agents, double Q, a target copy every {TARGET_EVERY} steps, Adam {LR}, gradient clip "
+             f"{CLIP}. GRU: OG-MARL's IQL+CQL configuration (Linear, ReLU, GRU, Linear; windows of {WINDOW} steps, "
+             f"{args.steps} steps timed); MLP: coplay's default agent (two ReLU layers; one trained step and its "
+             f"bootstrap per window, {args.steps * 5} steps timed). OG-MARL itself is not installable here, so the "
+             "PyTorch side is this file's, written as OG-MARL's systems are: one optimiser step per Python call. "
+             f"Dataset: random play on spread, {args.episodes} episodes. Gradient steps per second, median of "
+             f"{args.repeats}; coplay's compile time apart, not counted.", "",
+             "| algorithm | network | coplay, 1 seed | coplay, 10 seeds vmapped (all seeds' steps) | PyTorch | "
+             "coplay 1 seed / PyTorch | coplay 10 seeds / PyTorch | coplay compile s |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         s = r["steps_per_s"]
-        lines.append(f"| {r['algo']} | {s['coplay, 1 seed']:.0f} | {s['coplay, 10 seeds']:.0f} | {s['PyTorch']:.0f} | "
+        lines.append(f"| {r['algo']} | {r['net']} | {s['coplay, 1 seed']:.0f} | {s['coplay, 10 seeds']:.0f} | "
+                     f"{s['PyTorch']:.0f} | "
                      f"{s['coplay, 1 seed'] / s['PyTorch']:.2f}x | {s['coplay, 10 seeds'] / s['PyTorch']:.2f}x | "
                      f"{r['compile_s']:.1f} |")
     write_section("offline_speed", "\n".join(lines))
