@@ -152,6 +152,17 @@ def test_an_offline_run_resumes_exactly(matrix_data, tmp_path):
     assert full.summary["final"] == resumed.summary["final"]
 
 
+def test_bc_sampling_from_its_policy_plays_like_the_data_and_greedy_play_like_its_mode(matrix_data, tmp_path):
+    from coplay.offline import dataset_stats, load
+
+    data_mean = dataset_stats(load(matrix_data["climbing"]))["return_mean"]     # about -3: a noisy optimum
+    args = ("seeds=2", "total_steps=200", "chunk_steps=200", "eval_episodes=500")
+    sampled = _offline("climbing", "bc", matrix_data["climbing"], tmp_path, "algo.acting=sample", *args)
+    assert abs(np.mean(sampled.final_return["per_seed"]) - data_mean) < 2.5, (sampled.final_return, data_mean)
+    greedy = _offline("climbing", "bc", matrix_data["climbing"], tmp_path, *args)
+    assert greedy.final_return["per_seed"] == [11.0, 11.0]
+
+
 # ----- refusals ---------------------------------------------------------------------------------------------
 
 

@@ -6,7 +6,8 @@ legal actions (active agents only):
 
     L = - mean_{t, i active} log softmax(f_i(o_t^i))[a_t^i]
 
-and acts greedily on the result. One network for every agent (with a one-hot
+and acts greedily on the result (`algo.acting=sample`: draws from it, as the
+data's policy did). One network for every agent (with a one-hot
 agent id, `algo.share_params=true`) or one per agent. It learns nothing the
 data does not show, so it is the floor every offline method should clear on
 good data and the reference the others are read against. The dataset, the
@@ -21,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.offline import Offline, OfflineNetConfig
+from coplay.algos.common.offline import Offline, OfflineNetConfig, PolicyActing
 from coplay.algos.common.q_trainer import AgentLearner
 from coplay.nets import distributions
 
@@ -31,7 +32,7 @@ class Config(OfflineNetConfig):
     pass
 
 
-class BC(Offline, AgentLearner[Config]):
+class BC(Offline, PolicyActing, AgentLearner[Config]):
     name = "bc"
     config_class = Config
     loss_name = "loss/bc"

@@ -17,7 +17,7 @@ to the data's actions by advantage-weighted regression:
 where k_i = dQ_tot / dQ_i is the agent's share of the team value at the data's
 actions (1 under VDN). The policy is an implicit constraint: it is
 exp(Q / beta_pi)-tilted behaviour, so it only moves probability between actions
-the data took. The agents act greedily on pi. Temperatures default to the
+the data took. The agents act greedily on pi (`algo.acting=sample`: draw from it). Temperatures default to the
 authors' (beta_pi = 0.1, beta_Q = 1000).
 
 Why this actor-critic and not OMAR or IDDPG+BC: those two optimise continuous
@@ -37,7 +37,7 @@ import jax.numpy as jnp
 
 from coplay.algos.base import Capabilities
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.offline import OfflineTeamConfig, OfflineTeamLearner
+from coplay.algos.common.offline import OfflineTeamConfig, OfflineTeamLearner, PolicyActing, acting_param
 from coplay.core.config import param
 from coplay.core.types import TimeStep
 from coplay.nets import distributions
@@ -47,6 +47,7 @@ from coplay.nets import distributions
 class Config(OfflineTeamConfig):
     adv_temp: float = param(0.1, "beta_pi: temperature of the policy's advantage weights (small: imitate only "
                                  "the data's best actions)", min=0.0, min_exclusive=True)
+    acting: str = acting_param()
     target_temp: float = param(1000.0, "beta_Q: temperature of the critic's target weights over the batch (large: "
                                        "plain SARSA on the data's next actions)", min=0.0, min_exclusive=True)
 
@@ -57,7 +58,7 @@ def batch_softmax_weights(x: jax.Array, temperature: float, axis: int = 1) -> ja
     return x.shape[axis] * jax.nn.softmax(x / temperature, axis=axis)
 
 
-class MAICQ(OfflineTeamLearner[Config]):
+class MAICQ(OfflineTeamLearner[Config], PolicyActing):
     name = "maicq"
     config_class = Config
     capabilities = Capabilities(recurrent=True, needs_global_state=True)

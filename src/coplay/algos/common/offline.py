@@ -27,13 +27,14 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from coplay.algos.base import TrainerConfig
+from coplay.algos.base import Policy, TrainerConfig
 from coplay.algos.common import q_learning as ql
 from coplay.algos.common.mixing import MIXERS, MixerConfig, Mixing
 from coplay.algos.common.q_trainer import AgentLearner, QFamily
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
+from coplay.nets import distributions
 from coplay.offline.dataset import Dataset, load
 from coplay.wrappers.agent_id import with_agent_id
 
@@ -57,12 +58,34 @@ class OfflineConfig(TrainerConfig):
         return self.grad_steps
 
 
+def acting_param() -> Any:
+    """The `acting` field of the trainers that learn a policy from data (bc, maicq)."""
+    return param("greedy", "how the trained policy plays: its most probable legal action, or a draw from its "
+                           "distribution (as the data's policy did)", choices=("greedy", "sample"))
+
+
+class PolicyActing(AgentLearner[Any]):
+    """A trainer whose agents' network outputs a policy's logits: it plays greedily or,
+    with `algo.acting=sample`, draws from the policy (illegal actions never)."""
+
+    def policy(self) -> Policy:
+        if self.config.acting == "greedy":
+            return super().policy()
+
+        def act(params, obs, mask, key, carry, reset):
+            carry, logits = self.q_values(params, carry, obs, reset)
+            return distributions.sample(key, distributions.masked_logits(logits, mask)), carry
+
+        return Policy(act=act, initial_carry=self.initial_carry, env=self.env)
+
+
 @dataclass(frozen=True)
 class OfflineNetConfig(OfflineConfig, ql.NetConfig):
     """An offline learner of the agents' network (behaviour cloning): the dataset's
     fields and the network's."""
 
     batch_size: int = param(128, "windows sampled per gradient step", min=1)
+    acting: str = acting_param()
 
 
 @dataclass(frozen=True)
