@@ -258,7 +258,7 @@ def main() -> None:
     (ROOT / "benchmarks" / "results" / "offline_speed.json").write_text(json.dumps(out, indent=1))
     lines = ["## Offline gradient steps per second beside PyTorch", "",
              f"`python benchmarks/offline_speed.py --steps {args.steps} --repeats {args.repeats}` on {machine()}, "
-             f"JAX {jax.__version__}, PyTorch {torch.__version__} ({torch.get_num_threads()} threads). The same "
+             f"PyTorch {torch.__version__} ({torch.get_num_threads()} threads). The same "
              f"update on both sides: {BATCH} windows per batch, an agent network of {HIDDEN} units shared by "
              f"spread's 3 agents, double Q, a target copy every {TARGET_EVERY} steps, Adam {LR}, gradient clip "
              f"{CLIP}. GRU: OG-MARL's IQL+CQL configuration (Linear, ReLU, GRU, Linear; windows of {WINDOW} steps, "
