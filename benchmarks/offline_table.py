@@ -48,6 +48,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--env", default="spread")
     ap.add_argument("--env-overrides", nargs="*", default=[], help="env.<field>=value ...")
+    ap.add_argument("--algo-overrides", nargs="*", default=[],
+                    help="algo.<field>=value ... for every offline trainer (e.g. algo.eval_epsilon=0.1)")
     ap.add_argument("--behaviour-steps", type=int, default=300_000)
     ap.add_argument("--behaviour-chunks", type=int, default=10)
     ap.add_argument("--episodes", type=int, default=500)
@@ -68,7 +70,8 @@ def main() -> None:
     if args.scaling:
         write_scaling(args.scaling)
         return
-    name = "_".join([args.env, *[o.replace("env.", "").replace("=", "") for o in args.env_overrides]])
+    overrides = args.env_overrides + args.algo_overrides
+    name = "_".join([args.env, *[o.split(".", 1)[1].replace("=", "") for o in overrides]])
     if args.table_only:
         write_table(name, json.loads((ROOT / "benchmarks" / "results" / f"offline_{name}.json").read_text()))
         return
@@ -97,7 +100,7 @@ def main() -> None:
                 run = coplay.train([f"algo={algo}", *env_args, f"algo.dataset={d['path']}", f"seeds={args.seeds}",
                                     f"total_steps={args.grad_steps}", f"chunk_steps={args.grad_steps}",
                                     f"eval_episodes={args.eval_episodes}", "progress=false", "tensorboard=false",
-                                    f"out_dir={tmp}/runs"])
+                                    f"out_dir={tmp}/runs", *args.algo_overrides])
                 out["rows"].append({"quality": quality, "algo": algo, "per_seed": run.final_return["per_seed"],
                                     "seconds": time.time() - t})
                 print(quality, algo, run.final_return["iqm"], f"{time.time() - t:.0f} s", flush=True)
@@ -144,6 +147,7 @@ def write_table(name: str, out: dict) -> None:
              + (f" --env-overrides {' '.join(a.env_overrides)}" if a.env_overrides else "")
              + (f" --qualities {' '.join(a.qualities)}" if list(getattr(a, "qualities", QUALITIES)) != list(QUALITIES)
                 else "")
+             + (f" --algo-overrides {' '.join(a.algo_overrides)}" if getattr(a, "algo_overrides", []) else "")
              + f" --behaviour-steps {a.behaviour_steps} --episodes {a.episodes} --seeds {a.seeds} "
                f"--grad-steps {a.grad_steps}` ({out['seconds'] / 60:.0f} min). Datasets of {a.episodes} episodes "
                f"from a MAPPO run of {a.behaviour_steps:,} steps; per-agent returns. Normalised score, IQM [95% CI] "
