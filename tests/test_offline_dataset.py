@@ -44,6 +44,22 @@ def test_episodes_are_recorded_one_after_another_in_og_marls_layout_and_from_the
     assert not np.array_equal(other.experience["actions"], x["actions"])
 
 
+def test_a_turn_based_game_records_which_agent_acted_and_offline_windows_read_it(tmp_path):
+    from coplay.algos.common.offline import Windows
+
+    env = coplay.make("tic_tac_toe")
+    data = record(env, random_policy(env), 3, jax.random.PRNGKey(0), "poor")
+    active = data.experience["infos"]["active"][0]                     # [T, 2]: one mover a step, in turn
+    assert active.dtype == bool and np.all(active.sum(-1) == 1)
+    inside = np.setdiff1d(np.arange(len(active) - 1), data.episode_ends)     # steps followed by their episode's next
+    assert np.all(active[inside] != active[inside + 1])
+    back = load(save(data, tmp_path / "ttt.vlt" / "poor"), env=env)
+    windows = Windows(back, length=2, agent_id=True)
+    np.testing.assert_array_equal(np.asarray(windows.arrays["active"]), active)
+    assert "active" not in record(coplay.make("spread"), random_policy(coplay.make("spread")), 1,
+                                  jax.random.PRNGKey(0), "poor").experience["infos"]   # everyone acts: OG-MARL's leaves
+
+
 def test_a_saved_dataset_reads_back_identically_through_coplay_and_flashbaxs_own_vault(spread_data, tmp_path):
     from flashbax.vault import Vault
 

@@ -148,7 +148,8 @@ def record(env: Env, act: Act | Actor, episodes: int, key: jax.Array, quality: s
             row = {"observations": ts.obs.reshape(episodes, spec.num_agents, -1).astype(jnp.float32),
                    "actions": action, "rewards": new_ts.reward.astype(jnp.float32),
                    "done": new_ts.done, "truncated": new_ts.truncated, "legals": ts.action_mask,
-                   "state": ts.global_state.reshape(episodes, -1).astype(jnp.float32), "valid": ~over}
+                   "state": ts.global_state.reshape(episodes, -1).astype(jnp.float32), "active": ts.active,
+                   "valid": ~over}
             return (new_state, new_ts, over | new_ts.done, memory, jnp.asarray(False)), row
 
         _, rows = jax.lax.scan(step, (state, ts, over, memory, jnp.asarray(True)), jax.random.split(k_run, horizon))
@@ -168,6 +169,9 @@ def record(env: Env, act: Act | Actor, episodes: int, key: jax.Array, quality: s
         "truncations": per_agent(truncated),
         "infos": {"legals": take(rows["legals"]).astype(bool), "state": take(rows["state"])},
     }
+    active = take(rows["active"]).astype(bool)
+    if not active.all():       # agents that take turns: which one acted at each step (a leaf OG-MARL's lack)
+        experience["infos"]["active"] = active
     description = {"env": spec_record(spec), "quality": quality, "episodes": episodes, **(meta or {})}
     return Dataset(experience, description)
 
