@@ -168,7 +168,8 @@ def write_scaling(names: list[str], quality: str = "mixed") -> None:
     """One table: each results file's `quality` dataset, every algorithm's normalised
     score and return, by the environment's number of agents."""
     outs = [json.loads((ROOT / "benchmarks" / "results" / f"offline_{n}.json").read_text()) for n in names]
-    algos = [a for a in ALGOS if all(any(r["algo"] == a and r["quality"] == quality for r in o["rows"]) for o in outs)]
+    ran = lambda out, algo: any(r["algo"] == algo and r["quality"] == quality for r in out["rows"])  # noqa: E731
+    algos = [a for a in ALGOS if any(ran(o, a) for o in outs)]
     lines = [f"## Offline trainers as agents are added (spread, {quality} data)", "",
              "`python benchmarks/offline_table.py --scaling " + " ".join(names) + "`, from the runs of "
              + ", ".join(f"`offline_{n}.json`" for n in names) + " (each made as its own section says: a MAPPO run, "
@@ -181,7 +182,7 @@ def write_scaling(names: list[str], quality: str = "mixed") -> None:
         agents = overrides.get("n_agents", "3")
         cells = []
         for algo in algos:
-            cells.append(cell(out, quality, algo))
+            cells.append(cell(out, quality, algo) if ran(out, algo) else "not run")
         mean = out["datasets"][quality]["return_mean"]
         lines.append(f"| {name} | {agents} | {mean:.2f} | " + " | ".join(cells) + " |")
     write_section("offline_scaling", "\n".join(lines))
