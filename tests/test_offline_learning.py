@@ -224,6 +224,7 @@ def test_init_from_copies_the_named_groups_into_every_seed_and_refuses_what_does
                                 "init_params=agent:actor"],
         "trained on env=matrix": ["env.game=penalty", "seeds=2", f"init_from={bc.run_dir}", "init_params=agent:actor"],
         "not a coplay run directory": [f"init_from={tmp_path}/nothing"],
+        "read only with init_from": ["init_params=agent:actor"],
     }
     for words, extra in refused.items():
         with pytest.raises(ConfigError, match=words):

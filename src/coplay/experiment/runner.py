@@ -84,6 +84,8 @@ def plan(exp: Experiment) -> Plan:
     """Validate the config, build the environment and trainer; nothing is compiled."""
     exp.validate()
     run = exp.run
+    if run.init_params is not None and run.init_from is None:
+        raise ConfigError(f"init_params={run.init_params} is read only with init_from=<run directory>")
     if run.scalarise is None and (run.preference is not None or run.utopia is not None):
         raise ConfigError("preference and utopia are read only when scalarising: add scalarise=linear or "
                           "scalarise=chebyshev")

@@ -112,6 +112,9 @@ def copied_params(exp: Experiment, params: dict) -> dict:
 def check(exp: Experiment, shapes: Any) -> None:
     """Everything `apply` would refuse, from the abstract shapes of a seed's state
     (`jax.eval_shape(trainer.init, key)`): before anything compiles."""
+    if not isinstance(getattr(shapes, "params", None), dict):
+        raise ConfigError(f"init_from: algo={exp.algo} keeps no parameter groups a run can start from (its state "
+                          "has no `params` groups); init_from fills those of the Q-learning, offline and PPO trainers")
     stacked = jax.tree.map(lambda x: jax.ShapeDtypeStruct((exp.run.seeds, *x.shape), x.dtype), shapes.params)
     copied_params(exp, stacked)
 
