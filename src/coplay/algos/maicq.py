@@ -17,12 +17,13 @@ to the data's actions by advantage-weighted regression:
 where k_i = dQ_tot / dQ_i is the agent's share of the team value at the data's
 actions (1 under VDN). The policy is an implicit constraint: it is
 exp(Q / beta_pi)-tilted behaviour, so it only moves probability between actions
-the data took. The agents act greedily on pi (`algo.acting=sample`: draw from it). Temperatures default to the
-authors' (beta_pi = 0.1, beta_Q = 1000).
+the data took. The agents act greedily on pi (`algo.acting=sample`: draw from
+it). Temperatures default to the authors' (beta_pi = 0.1, beta_Q = 1000). The
+bootstrap is the data's next action, so `algo.double_q` is not read.
 
 Why this actor-critic and not OMAR or IDDPG+BC: those two optimise continuous
-actions through the critic's gradient, and coplay's environments that give
-datasets have discrete actions; MAICQ is the discrete one of the three, and the
+actions through the critic's gradient, and coplay's offline trainers, on the Q
+family's networks, choose among discrete actions; MAICQ is the discrete one of the three, and the
 only one of them that constrains by construction rather than by a penalty, which
 makes it the useful contrast to the CQL family beside it.
 """
