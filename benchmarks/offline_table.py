@@ -148,6 +148,7 @@ def write_table(name: str, out: dict) -> None:
              + (f" --qualities {' '.join(a.qualities)}" if list(getattr(a, "qualities", QUALITIES)) != list(QUALITIES)
                 else "")
              + (f" --algo-overrides {' '.join(a.algo_overrides)}" if getattr(a, "algo_overrides", []) else "")
+             + (f" --algos {' '.join(a.algos)}" if list(a.algos) != list(ALGOS) else "")
              + f" --behaviour-steps {a.behaviour_steps} --episodes {a.episodes} --seeds {a.seeds} "
                f"--grad-steps {a.grad_steps}` ({out['seconds'] / 60:.0f} min). Datasets of {a.episodes} episodes "
                f"from a MAPPO run of {a.behaviour_steps:,} steps; per-agent returns. Normalised score, IQM [95% CI] "
