@@ -222,6 +222,8 @@ def test_init_from_copies_the_named_groups_into_every_seed_and_refuses_what_does
         "that run has 2 seeds and this one 3": ["seeds=3", f"init_from={bc.run_dir}", "init_params=agent:actor"],
         "the networks differ": ["seeds=2", "algo.hidden_size=32", f"init_from={bc.run_dir}",
                                 "init_params=agent:actor"],
+        "has 6 arrays and this run's 'actor' 4": ["seeds=2", "algo.num_layers=1", f"init_from={bc.run_dir}",
+                                                  "init_params=agent:actor"],                # a part of it fits
         "trained on env=matrix": ["env.game=penalty", "seeds=2", f"init_from={bc.run_dir}", "init_params=agent:actor"],
         "not a coplay run directory": [f"init_from={tmp_path}/nothing"],
         "read only with init_from": ["init_params=agent:actor"],

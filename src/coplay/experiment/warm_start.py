@@ -82,16 +82,23 @@ def groups(arrays: dict[str, Any]) -> set[str]:
     return {name[len(".params['"):].split("']")[0] for name in arrays if name.startswith(".params['")}
 
 
-def copied_params(exp: Experiment, params: dict) -> dict:
+def copied_params(exp: Experiment, params: dict) -> tuple[dict, list[tuple[str, str]], Path]:
     """`params` (every seed's, stacked: `[S, ...]` leaves, or their abstract shapes)
-    with the copied groups taken from the source run's newest checkpoint; refused,
-    naming the difference, where the networks or the seed counts do not fit."""
+    with the copied groups taken from the source run's newest checkpoint, the
+    (source, destination) groups copied and that checkpoint's path; refused, naming
+    the difference, where the networks or the seed counts do not fit."""
     path, arrays = source_run(exp)
     where = f"init_from={exp.run.init_from}"
     seeds = exp.run.seeds
     out = dict(params)
-    for src, dst in pairs(exp.run.init_params, groups(arrays), set(params)):
+    named = pairs(exp.run.init_params, groups(arrays), set(params))
+    for src, dst in named:
         leaves, treedef = jax.tree_util.tree_flatten_with_path(params[dst])
+        held = sum(name.startswith(f".params['{src}']") for name in arrays)
+        if held != len(leaves):
+            raise ConfigError(f"{where}: that run's {src!r} network has {held} arrays and this run's {dst!r} "
+                              f"{len(leaves)}: the networks differ (hidden_size, num_layers, recurrent and "
+                              "share_params must match)")
         copied = []
         for key_path, want in leaves:
             leaf = jax.tree_util.keystr(key_path)
@@ -106,7 +113,7 @@ def copied_params(exp: Experiment, params: dict) -> dict:
                                   f"a run of one seed (copied to every seed) or of {seeds}")
             copied.append(jnp.broadcast_to(jnp.asarray(got, want.dtype), want.shape))
         out[dst] = jax.tree_util.tree_unflatten(treedef, copied)
-    return out
+    return out, named, path
 
 
 def check(exp: Experiment, shapes: Any) -> None:
@@ -123,9 +130,7 @@ def apply(exp: Experiment, state: Any) -> Any:
     """`state` (every seed's, stacked) with the copied groups replaced by the source
     run's, in its target networks too where it keeps them (a copy of the online ones,
     as every fresh trainer starts its target)."""
-    params = copied_params(exp, state.params)
-    path, arrays = source_run(exp)
-    named = pairs(exp.run.init_params, groups(arrays), set(params))
+    params, named, path = copied_params(exp, state.params)
     print(f"init_from: {', '.join(s if s == d else f'{s} -> {d}' for s, d in named)} from {path}", flush=True)
     new = {"params": params}
     target = getattr(state, "target_params", None)
