@@ -1,12 +1,14 @@
-"""Shared by the benchmark scripts: BENCHMARKS.md sections and machine facts."""
+"""Shared by the benchmark scripts: BENCHMARKS.md sections, results files and machine facts."""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
 
 
 def cpu_model() -> str:
@@ -27,6 +29,14 @@ def write_section(name: str, text: str) -> None:
     else:
         body = body.rstrip() + "\n\n" + block + "\n"
     path.write_text(body)
+
+
+def write_results(name: str, data: dict) -> Path:
+    """`data` as benchmarks/results/<name>.json."""
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(data, indent=1))
+    return path
 
 
 def cores() -> int:

@@ -16,7 +16,6 @@ and BENCHMARKS.md."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -26,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-from _common import ROOT, write_section  # noqa: E402
+from _common import write_results, write_section  # noqa: E402
 
 import coplay  # noqa: E402
 from coplay.offline import epsilon_mixture, record, save  # noqa: E402
@@ -62,8 +61,7 @@ def main() -> None:
                              "found": int(np.sum(np.asarray(per_seed) == best)), "seeds": args.seeds})
                 print(game, label, per_seed, flush=True)
     out = {"settings": vars(args), "rows": rows}
-    (ROOT / "benchmarks" / "results").mkdir(exist_ok=True)
-    (ROOT / "benchmarks" / "results" / "offline_matrix.json").write_text(json.dumps(out, indent=1))
+    write_results("offline_matrix", out)
     lines = ["## Offline coordination on matrix-game data", "",
              f"`python benchmarks/offline_matrix.py --seeds {args.seeds} --steps {args.steps} --episodes "
              f"{args.episodes} --epsilon {args.epsilon}`: seeds (of {args.seeds}) whose greedy joint action earns the "

@@ -29,7 +29,6 @@ Results go to benchmarks/results/offline_speed.json and BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -41,7 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import jax  # noqa: E402
 import torch  # noqa: E402
-from _common import ROOT, write_section  # noqa: E402
+from _common import write_results, write_section  # noqa: E402
 from torch import nn  # noqa: E402
 from train_throughput import machine  # noqa: E402
 
@@ -254,8 +253,7 @@ def main() -> None:
                          "steps_per_s": {k: float(np.median(v)) for k, v in runs.items()}, "all": runs})
     out = {"settings": vars(args), "machine": machine(), "torch": torch.__version__, "jax": jax.__version__,
            "rows": rows}
-    (ROOT / "benchmarks" / "results").mkdir(exist_ok=True)
-    (ROOT / "benchmarks" / "results" / "offline_speed.json").write_text(json.dumps(out, indent=1))
+    write_results("offline_speed", out)
     lines = ["## Offline gradient steps per second beside PyTorch", "",
              f"`python benchmarks/offline_speed.py --steps {args.steps} --repeats {args.repeats}` on {machine()}, "
              f"PyTorch {torch.__version__} ({torch.get_num_threads()} threads). The same "

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, write_section  # noqa: E402
+from _common import RESULTS, write_results, write_section  # noqa: E402
 
 import coplay  # noqa: E402
 from coplay.eval.stats import iqm_ci  # noqa: E402
@@ -73,7 +73,7 @@ def main() -> None:
     overrides = args.env_overrides + args.algo_overrides
     name = "_".join([args.env, *[o.split(".", 1)[1].replace("=", "") for o in overrides]])
     if args.table_only:
-        write_table(name, json.loads((ROOT / "benchmarks" / "results" / f"offline_{name}.json").read_text()))
+        write_table(name, json.loads((RESULTS / f"offline_{name}.json").read_text()))
         return
     env_args = [f"env={args.env}", *args.env_overrides]
     t0 = time.time()
@@ -105,11 +105,10 @@ def main() -> None:
                                     "seconds": time.time() - t})
                 print(quality, algo, run.final_return["iqm"], f"{time.time() - t:.0f} s", flush=True)
     out["seconds"] = time.time() - t0
-    results = ROOT / "benchmarks" / "results" / f"offline_{name}.json"
+    results = RESULTS / f"offline_{name}.json"
     if args.merge and results.exists():
         out = merged(json.loads(results.read_text()), out)
-    results.parent.mkdir(exist_ok=True)
-    results.write_text(json.dumps(out, indent=1))
+    write_results(f"offline_{name}", out)
     write_table(name, out)
 
 
@@ -168,7 +167,7 @@ def write_table(name: str, out: dict) -> None:
 def write_scaling(names: list[str], quality: str = "mixed") -> None:
     """One table: each results file's `quality` dataset, every algorithm's normalised
     score and return, by the environment's number of agents."""
-    outs = [json.loads((ROOT / "benchmarks" / "results" / f"offline_{n}.json").read_text()) for n in names]
+    outs = [json.loads((RESULTS / f"offline_{n}.json").read_text()) for n in names]
     ran = lambda out, algo: any(r["algo"] == algo and r["quality"] == quality for r in out["rows"])  # noqa: E731
     algos = [a for a in ALGOS if any(ran(o, a) for o in outs)]
     lines = [f"## Offline trainers as agents are added (spread, {quality} data)", "",
