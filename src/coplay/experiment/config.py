@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from coplay import lm as _lm  # noqa: F401  (registers algo=lm_grpo)
 from coplay.algos import ALGOS, algo_config_class, get_algo
 from coplay.core.config import (
     check,

@@ -46,6 +46,7 @@ from coplay.experiment import checkpoint, fronts, warm_start
 from coplay.experiment.config import Experiment, numbers, parse_overrides, result_dict, resume_differences
 from coplay.experiment.health import HealthWatch
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
+from coplay.lm import LM_KIND
 from coplay.nets.init import init_stacked
 from coplay.scale.devices import describe, run_mesh, shard_state, state_placement
 from coplay.wrappers import Scalarise
@@ -102,6 +103,11 @@ def plan(exp: Experiment) -> Plan:
             raise ConfigError(f"scalarise={run.scalarise} preference={run.preference}"
                               + ("" if run.utopia is None else f" utopia={run.utopia}") + f": {e}") from None
     entry = get_algo(exp.algo)
+    if entry.kind == LM_KIND:
+        env.close()
+        raise ConfigError(f"algo={exp.algo} trains a language model on the host: `coplay train` runs it, and its "
+                          f"runs are scored by their own evaluation (exploitability, self-play); compiled "
+                          f"evaluation, sweeps and datasets do not take it")
     per_update = exp.algo_config.update_steps(env.spec)
     if run.total_steps < per_update:
         env.close()
@@ -319,6 +325,10 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
             detail = ", ".join(f"{d}: run has {_get(a, d)!r}, requested {_get(b, d)!r}" for d in diffs)
             raise ConfigError(f"cannot resume {resume_dir} with a different config ({detail}); "
                               "resume with the run's own config, or start a new run")
+    if get_algo(exp.algo).kind == LM_KIND:   # a language model, trained on the host
+        from coplay.experiment.lm_run import train_lm
+
+        return train_lm(exp, stop_after_chunks=stop_after_chunks)
     p = plan(exp)  # all validation happens here, before any compilation
     if exp.run.init_from is not None and resume_dir is None:
         try:

@@ -1,0 +1,360 @@
+"""Group-relative policy optimisation of a pretrained language model with LoRA (`algo=lm_grpo`).
+
+The host-side counterpart of `coplay.algos.grpo`: the environment is the same
+compiled text environment (reset and step jitted and vmapped over the update's
+episodes), the advantages are the same estimators
+(`coplay.algos.common.group_advantages`, `algo.estimator`), and the model is a
+`transformers` causal LM (`coplay.lm.models`) playing through its chat template
+(`coplay.lm.policy.LMPlayer`), trained with `peft`'s LoRA adapters in PyTorch.
+
+One update, for each seed: `num_envs` episodes in groups of `group_size` that
+start from the same state (one reset key per group) and differ in their
+sampling; every seat is played by the model (self-play: one model, every role).
+Each reply is scored by the estimator from the episode's rewards, and the
+adapters take `epochs` x `minibatches` PPO-clipped steps on the generated tokens
+only (the prompt's tokens carry no loss):
+
+    l_t = -min(r_t A, clip(r_t, 1 - eps, 1 + eps) A) + kl_coef (exp(q_t) - q_t - 1),
+    r_t = pi(y_t | prompt, y_<t) / pi_old(y_t | prompt, y_<t),   q_t = log pi_base(y_t) - log pi(y_t)
+
+averaged as `token_norm` says (as in `algo=grpo`). The base model of the KL is
+the model with its adapters switched off, so no second copy is held. With
+`decoding=legal` a reply is one draw among the legal moves, and its
+log-probability (renormalised over them) is the one "token" of the ratio.
+
+Adapters (`adapters`): `shared`, one adapter per seed that speaks in every
+role; `per_role`, one adapter per role and seed on the one frozen base model
+(a proposer and a solver that differ at the cost of a small adapter each).
+Seeds are adapters on the same base model, trained one after another.
+
+Everything random is drawn from the run's seed, the seed's index and the update's
+number (JAX keys for the environment, a torch.Generator for sampling), so the
+state that a checkpoint holds (adapters, Adam's moments, RAE's baselines) is the
+whole truth and a resumed run repeats an uninterrupted one exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coplay.algos.common.group_advantages import ESTIMATORS, Episodes, estimator
+from coplay.algos.grpo import view_keys
+from coplay.core.errors import ConfigError
+from coplay.envs.text.base import TextEnv
+from coplay.envs.text.vocab import VOCAB
+from coplay.lm.config import CAPABILITIES, Config
+from coplay.lm.models import LoadedModel, require_llm
+from coplay.lm.policy import LMPlayer, Reply
+
+
+def check(config: Config, env: Any, seeds: int) -> None:
+    """Refuse what cannot train, before any model is loaded."""
+    spec = env.spec
+    problems = CAPABILITIES.problems(spec)
+    if not isinstance(env, TextEnv):
+        problems.append(f"lm_grpo plays text environments (coplay.envs.text.TextEnv), and {spec.name!r} is a "
+                        f"{type(env).__name__}")
+    if problems:
+        raise ConfigError(f"algo=lm_grpo cannot train on {spec.name!r}: {'; '.join(problems)}")
+    if config.num_envs % config.group_size:
+        raise ConfigError(f"algo.group_size={config.group_size} must divide algo.num_envs={config.num_envs} (the "
+                          f"episodes of one update), e.g. algo.num_envs="
+                          f"{config.group_size * max(1, config.num_envs // config.group_size)}")
+    if estimator(config.estimator).needs_state and not env.views_are_states:
+        raise ConfigError(f"algo.estimator={config.estimator} groups turns by the state they were taken in, and "
+                          f"{spec.name!r} gives no state keys; estimators that need none: "
+                          f"{', '.join(k for k, e in ESTIMATORS.items() if not e.needs_state)}")
+    if spec.reward_dim > 1:
+        raise ConfigError(f"{spec.name!r} has {spec.reward_dim} objectives; lm_grpo learns from one reward "
+                          f"(scalarise it first: scalarise=linear preference=...)")
+    if config.adapters == "per_role" and spec.num_agents < 2:
+        raise ConfigError(f"algo.adapters=per_role gives each role an adapter, and {spec.name!r} has one role; "
+                          f"use algo.adapters=shared")
+    del seeds
+
+
+@dataclass
+class Turns:
+    """The replies of one update's episodes, in the order they were written."""
+
+    prompts: list[list[int]]
+    replies: list[list[int]]
+    old: list[np.ndarray]            # sampling-time log-probabilities per reply token (legal: [1])
+    ref: list[np.ndarray] | None     # the base model's, where kl_coef > 0
+    legal: list[list[int]]           # the moves legal at the turn
+    moves: list[int]                 # decoding=legal: the move drawn
+    agent: list[int]                 # who spoke
+    episode: list[int]
+    step: list[int]
+    texts: list[str]
+
+
+@dataclass
+class Played:
+    turns: Turns
+    reward: np.ndarray    # [E, T, N]
+    acted: np.ndarray     # [E, T, N] bool
+    state: np.ndarray     # [E, T, N] int32 view keys (GiGPO's anchor states)
+    invalid: np.ndarray   # [E] invalid utterances per episode
+    group: np.ndarray     # [E]
+
+
+class LMGRPO:
+    """The learner (see the module's doc). `update(seed, number)` trains one seed once."""
+
+    name = "lm_grpo"
+    config_class = Config
+    capabilities = CAPABILITIES
+    return_convention = ("episode return averaged over agents, the model in every seat (0 by construction in a "
+                         "zero-sum game against itself; on kuhn_poker and leduc_holdem see eval/exploitability)")
+
+    def __init__(self, config: Config, env: TextEnv, loaded: LoadedModel, seeds: int, run_seed: int):
+        require_llm()
+        import torch
+        from peft import LoraConfig, get_peft_model
+
+        check(config, env, seeds)
+        self.torch, self.config, self.env, self.seeds, self.run_seed = torch, config, env, seeds, run_seed
+        spec = env.spec
+        self.num_agents, self.horizon = spec.num_agents, spec.max_steps
+        roles = range(spec.num_agents) if config.adapters == "per_role" else [None]
+        self.adapter_names = [[f"seed{s}" if r is None else f"seed{s}_role{r}" for r in roles] for s in range(seeds)]
+        lora = LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=0.0,
+                          target_modules="all-linear", task_type="CAUSAL_LM")
+        names = [n for row in self.adapter_names for n in row]
+        model: Any = None
+        for i, name in enumerate(names):   # each adapter's random start from the run's seed and its place
+            with torch.random.fork_rng():
+                torch.manual_seed(run_seed * 100_003 + i)
+                if model is None:
+                    model = get_peft_model(loaded.model, lora, adapter_name=name)
+                else:
+                    model.add_adapter(name, lora)
+        self.model = model
+        self.player = LMPlayer(LoadedModel(model, loaded.tokenizer, loaded.stop_ids, loaded.name), env,
+                               max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+                               decoding=config.decoding, batch_size=config.batch_size)
+        self.player.speaking_as = self.speaking_as   # type: ignore[method-assign]
+        self.params = {n: [p for k, p in model.named_parameters() if f".{n}." in k] for n in names}
+        self.optimizers = {n: torch.optim.Adam(self.params[n], lr=config.lr) for n in names}
+        self.baselines = np.zeros((seeds, 1, spec.num_agents), np.float32)   # rae: per seed, [games, roles]
+        self.estimate = estimator(config.estimator)
+        options = {"gamma": config.gamma, "omega": config.gigpo_omega, "alpha": config.rae_alpha}
+        accepted = inspect.signature(self.estimate.fn).parameters
+        self.estimator_options = {k: v for k, v in options.items() if k in accepted}
+        self._reset = jax.jit(jax.vmap(env.reset))
+        self._step = jax.jit(jax.vmap(env.step))
+        self._mask = jax.jit(jax.vmap(env.move_mask))
+        self.seed = 0
+
+    # ----- adapters ---------------------------------------------------------------------------
+    def adapter(self, seed: int, agent: int) -> str:
+        row = self.adapter_names[seed]
+        return row[agent] if len(row) > 1 else row[0]
+
+    @contextlib.contextmanager
+    def speaking_as(self, agent: int) -> Iterator[None]:
+        """The current seed's adapter for `agent` is active inside."""
+        self.model.set_adapter(self.adapter(self.seed, agent))
+        yield
+
+    def _by_adapter(self, agents: Sequence[int]) -> list[tuple[int, list[int]]]:
+        """Turn indices grouped by the adapter that speaks them: [(an agent of it, indices)]."""
+        if len(self.adapter_names[self.seed]) == 1:
+            return [(agents[0], list(range(len(agents))))] if len(agents) else []
+        return [(a, [i for i, x in enumerate(agents) if x == a]) for a in sorted(set(agents))]
+
+    # ----- random streams ---------------------------------------------------------------------
+    def _keys(self, seed: int, number: int, purpose: int) -> tuple[jax.Array, Any]:
+        key = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(
+            jax.random.PRNGKey(self.run_seed), seed), number), purpose)
+        torch_seed = int(jax.random.randint(jax.random.fold_in(key, 7), (), 0, 2**31 - 1))
+        return key, self.torch.Generator().manual_seed(torch_seed)
+
+    # ----- playing ----------------------------------------------------------------------------
+    def _log_probs(self, turns: Turns, idx: Sequence[int], grad: bool) -> list[Any]:
+        """Log-probabilities of the replies `idx` under the active adapter (per token; with
+        decoding=legal, [1]: the move's, renormalised over the legal moves)."""
+        torch = self.torch
+        prompts = [turns.prompts[i] for i in idx]
+        with torch.set_grad_enabled(grad):
+            if self.config.decoding == "legal":
+                scored = self.player.move_log_probs(prompts, [turns.legal[i] for i in idx], grad=True)
+                return [torch.log_softmax(row, 0)[turns.legal[i].index(turns.moves[i])][None]
+                        for i, row in zip(idx, scored)]
+            return self.player.token_log_probs(prompts, [turns.replies[i] for i in idx])
+
+    def play(self, seed: int, number: int, episodes: int, group_size: int, purpose: int = 0) -> Played:
+        """`episodes` episodes of self-play by seed `seed`'s adapters, groups of `group_size`
+        from one reset key each; `(number, purpose)` picks the random streams."""
+        torch, env, c = self.torch, self.env, self.config
+        self.seed = seed
+        key, generator = self._keys(seed, number, purpose)
+        k_reset, k_step = jax.random.split(key)
+        group = np.repeat(np.arange(episodes // group_size), group_size)
+        state, ts = self._reset(jax.random.split(k_reset, episodes // group_size)[group])
+        n, h = self.num_agents, self.horizon
+        t_max = int(env.spec.action_space.shape[-1])
+        reward = np.zeros((episodes, h, n), np.float32)
+        acted = np.zeros((episodes, h, n), bool)
+        views = np.zeros((episodes, h, n), np.int32)
+        invalid = np.zeros(episodes, np.int64)
+        done = np.zeros(episodes, bool)
+        turns = Turns([], [], [], [] if c.kl_coef > 0 else None, [], [], [], [], [], [])
+        for t in range(h):
+            active = np.asarray(ts.active) & ~done[:, None]
+            if not active.any():
+                break
+            obs, legal = np.asarray(ts.obs), np.asarray(self._mask(state))
+            views[:, t] = np.asarray(view_keys(ts.obs))
+            speakers = list(zip(*np.nonzero(active)))
+            allowed = [[int(m) for m in np.flatnonzero(legal[e, a])] for e, a in speakers]
+            prompts = [self.player.prompt(VOCAB.decode(obs[e, a]), int(a), [self.player.moves[m] for m in ms])
+                       for (e, a), ms in zip(speakers, allowed)]
+            replies: list[Reply | None] = [None] * len(speakers)
+            agents = [int(a) for _, a in speakers]
+            for agent, idx in self._by_adapter(agents):
+                with self.speaking_as(agent):
+                    drawn = self.player.sample([prompts[i] for i in idx], generator, [allowed[i] for i in idx])
+                    for i, one in zip(idx, drawn):
+                        replies[i] = one
+            actions = np.zeros((episodes, n, t_max), np.int32)
+            start = len(turns.prompts)
+            for (e, a), ms, p, reply in zip(speakers, allowed, prompts, replies):
+                assert reply is not None
+                r = reply
+                actions[e, a] = self.player.to_utterance(r)
+                turns.prompts.append(p)
+                turns.replies.append(r.tokens)
+                turns.old.append(r.log_probs)
+                turns.legal.append(ms)
+                turns.moves.append(r.move)
+                turns.agent.append(int(a))
+                turns.episode.append(int(e))
+                turns.step.append(t)
+                turns.texts.append(r.text)
+            if turns.ref is not None:   # the base model's log-probabilities, adapters off
+                with self.model.disable_adapter():
+                    ref = self._log_probs(turns, range(start, len(turns.prompts)), grad=False)
+                turns.ref.extend(np.asarray(x.detach().numpy(), np.float64) for x in ref)
+            state, ts = self._step(state, jnp.asarray(actions), jax.random.split(jax.random.fold_in(k_step, t),
+                                                                                episodes))
+            live = ~done
+            reward[:, t] = np.where(live[:, None], np.asarray(ts.reward, np.float32).reshape(episodes, n), 0.0)
+            acted[:, t] = active
+            if "invalid_utterance" in ts.info:
+                invalid += (np.asarray(ts.info["invalid_utterance"]) & active).sum(-1)
+            done |= np.asarray(ts.done)
+        del torch
+        return Played(turns, reward, acted, views, invalid, group)
+
+    # ----- learning ---------------------------------------------------------------------------
+    def advantages(self, seed: int, played: Played) -> np.ndarray:
+        """`[E, T, N]` from the estimator (RAE's baseline carried per seed)."""
+        ep = Episodes(jnp.asarray(played.reward), jnp.asarray(played.acted), jnp.asarray(played.group),
+                      state=jnp.asarray(played.state) if self.estimate.needs_state else None)
+        if self.estimate.stateful:
+            adv, baseline = self.estimate.fn(ep, jnp.asarray(self.baselines[seed]), **self.estimator_options)
+            self.baselines[seed] = np.asarray(baseline)
+        else:
+            adv = self.estimate.fn(ep, **self.estimator_options)
+        return np.asarray(adv, np.float64)
+
+    def update(self, seed: int, number: int) -> dict[str, float]:
+        """Play one update's episodes for `seed` and train its adapters on them."""
+        torch, c = self.torch, self.config
+        played = self.play(seed, number, c.num_envs, c.group_size)
+        turns = played.turns
+        adv_all = self.advantages(seed, played)
+        adv = np.asarray([adv_all[e, t, a] for e, t, a in zip(turns.episode, turns.step, turns.agent)])
+        _, generator = self._keys(seed, number, 1)
+        m = len(turns.prompts)
+        stats: dict[str, list[float]] = {"loss": [], "clip_frac": [], "kl": [], "grad_norm": []}
+        for _ in range(c.epochs):
+            order = torch.randperm(m, generator=generator).tolist()
+            for part in np.array_split(np.asarray(order, np.int64), c.minibatches):
+                self._step_on([int(i) for i in part], turns, adv, stats)
+        returns = played.reward.sum(1)   # [E, N]
+        spoke = played.acted.any(1)
+        return {"return": float(np.where(spoke, returns, 0.0).sum(1).mean() / max(1, self.num_agents)),
+                "invalid": float(played.invalid.sum() / max(1, m)),
+                "reply_tokens": float(np.mean([len(r) for r in turns.replies])) if m else 0.0,
+                "advantage_abs": float(np.abs(adv).mean()) if m else 0.0,
+                **{k: float(np.mean(v)) if v else 0.0 for k, v in stats.items()}}
+
+    def _step_on(self, idx: list[int], turns: Turns, adv: np.ndarray, stats: dict[str, list[float]]) -> None:
+        torch, c = self.torch, self.config
+        if not idx:
+            return
+        tokens = sum(len(turns.old[i]) for i in idx)
+        for agent, part in self._by_adapter([turns.agent[i] for i in idx]):
+            chosen = [idx[i] for i in part]
+            with self.speaking_as(agent):
+                new = self._log_probs(turns, chosen, grad=True)
+                total = torch.zeros(())
+                for i, logp in zip(chosen, new):
+                    old = torch.as_tensor(turns.old[i], dtype=logp.dtype)
+                    ratio = torch.exp(logp - old)
+                    a = float(adv[i])
+                    term = -torch.minimum(ratio * a, torch.clamp(ratio, 1 - c.clip_eps, 1 + c.clip_eps) * a)
+                    if turns.ref is not None:
+                        q = torch.as_tensor(turns.ref[i], dtype=logp.dtype) - logp
+                        kl = torch.exp(q) - q - 1
+                        term = term + c.kl_coef * kl
+                        stats["kl"].append(float(kl.detach().mean()))
+                    stats["clip_frac"].append(float(((ratio - 1).abs() > c.clip_eps).float().mean()))
+                    if c.token_norm == "sequence":
+                        total = total + term.mean() / len(idx)
+                    elif c.token_norm == "token":
+                        total = total + term.sum() / tokens
+                    else:
+                        total = total + term.sum() / (c.max_new_tokens * len(idx))
+                total.backward()
+                stats["loss"].append(float(total.detach()))
+        for name in {self.adapter(self.seed, turns.agent[i]) for i in idx}:
+            norm = torch.nn.utils.clip_grad_norm_(self.params[name], c.max_grad_norm)
+            stats["grad_norm"].append(float(norm))
+            self.optimizers[name].step()
+            self.optimizers[name].zero_grad(set_to_none=True)
+
+    # ----- the state a checkpoint holds -------------------------------------------------------
+    def state(self) -> dict[str, np.ndarray]:
+        """Every adapter's weights, Adam's moments and step counts, and RAE's baselines,
+        as named arrays (written by `coplay.experiment.checkpoint`)."""
+        out: dict[str, np.ndarray] = {"baselines": self.baselines.copy()}
+        for name, params in self.params.items():
+            opt = self.optimizers[name].state
+            for i, p in enumerate(params):
+                out[f"{name}/param{i}"] = p.detach().numpy().copy()
+                s = opt.get(p, {})
+                for k in ("exp_avg", "exp_avg_sq", "step"):
+                    v = s.get(k)
+                    shape = () if k == "step" else tuple(p.shape)
+                    out[f"{name}/param{i}/{k}"] = (np.zeros(shape, np.float32) if v is None
+                                                   else v.detach().numpy().astype(np.float32).copy())
+        return out
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        torch = self.torch
+        self.baselines = np.asarray(state["baselines"], np.float32).copy()
+        for name, params in self.params.items():
+            opt = self.optimizers[name]
+            with torch.no_grad():
+                for i, p in enumerate(params):
+                    p.copy_(torch.as_tensor(np.array(state[f"{name}/param{i}"])))
+                    step = float(np.asarray(state[f"{name}/param{i}/step"]))
+                    if step > 0:
+                        opt.state[p] = {"step": torch.tensor(step),
+                                        "exp_avg": torch.as_tensor(np.array(state[f"{name}/param{i}/exp_avg"])),
+                                        "exp_avg_sq": torch.as_tensor(
+                                            np.array(state[f"{name}/param{i}/exp_avg_sq"]))}
+                    else:
+                        opt.state.pop(p, None)

