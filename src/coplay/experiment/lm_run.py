@@ -91,7 +91,7 @@ def train_lm(exp: Experiment, *, stop_after_chunks: int | None = None) -> Any:
     check(c, env, run.seeds)
     per_update, per_chunk, chunks = _schedule(exp, env.spec)
     loaded = load_model(c.model, seed=c.model_seed)            # refused here if missing, before a directory
-    learner = LMGRPO(c, env, loaded, run.seeds, run.seed)       # the budget and the tokenizer are checked here
+    learner = LMGRPO(c, env, loaded, run.seeds, run.seed, chunks * per_chunk)   # checks the budget, the tokenizer
 
     resume_dir = Path(run.resume) if run.resume else None
     run_dir = resume_dir or new_run_dir(run.out_dir, run.name, exp.algo, exp.env)

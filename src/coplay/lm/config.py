@@ -40,6 +40,10 @@ class Config(TrainerConfig):
                                         "max_new_tokens: Dr. GRPO)", choices=TOKEN_NORMS)
     kl_coef: float = param(0.0, "weight of the per-token KL to the base model (k3 estimator; the base model is "
                                 "the adapters switched off); 0: none", min=0.0)
+    reference_every: int = param(0, "updates between refreshes of the KL's reference to the adapters as they are "
+                                    "then (regularised Nash dynamics, as algo=grpo); 0: the base model throughout",
+                                 min=0)
+    anneal_lr: bool = param(False, "decay the learning rate linearly to 0 over the run")
     temperature: float = param(1.0, "sampling temperature, in training and evaluation", min=0.0,
                                min_exclusive=True)
     max_new_tokens: int = param(8, "the most tokens of one reply", min=1)

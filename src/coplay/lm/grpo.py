@@ -17,8 +17,11 @@ only (the prompt's tokens carry no loss):
     l_t = -min(r_t A, clip(r_t, 1 - eps, 1 + eps) A) + kl_coef (exp(q_t) - q_t - 1),
     r_t = pi(y_t | prompt, y_<t) / pi_old(y_t | prompt, y_<t),   q_t = log pi_base(y_t) - log pi(y_t)
 
-averaged as `token_norm` says (as in `algo=grpo`). The base model of the KL is
-the model with its adapters switched off, so no second copy is held. With
+averaged as `token_norm` says (as in `algo=grpo`). The reference of the KL is
+the base model, the adapters switched off (no second copy of the model is held),
+or with `reference_every=K` the adapters as they were at the last multiple of K
+updates (a copy of the adapters alone): the regularised Nash dynamics of
+`algo=grpo`. With
 `decoding=legal` a reply is one draw among the legal moves, and its
 log-probability (renormalised over them) is the one "token" of the ratio.
 
@@ -116,12 +119,19 @@ class LMGRPO:
     return_convention = ("episode return averaged over agents, the model in every seat (0 by construction in a "
                          "zero-sum game against itself; on kuhn_poker and leduc_holdem see eval/exploitability)")
 
-    def __init__(self, config: Config, env: TextEnv, loaded: LoadedModel, seeds: int, run_seed: int):
+    def __init__(self, config: Config, env: TextEnv, loaded: LoadedModel, seeds: int, run_seed: int,
+                 num_updates: int = 0):
         require_llm()
         import torch
         from peft import LoraConfig, get_peft_model
 
         check(config, env, seeds)
+        if config.reference_every and not config.kl_coef:
+            raise ConfigError(f"algo.reference_every={config.reference_every} refreshes the reference of the KL "
+                              f"term, and algo.kl_coef=0 has none; set algo.kl_coef > 0 or algo.reference_every=0")
+        if config.anneal_lr and num_updates < 1:
+            raise ConfigError("algo.anneal_lr=true needs the run's number of updates")
+        self.num_updates = num_updates
         self.torch, self.config, self.env, self.seeds, self.run_seed = torch, config, env, seeds, run_seed
         spec = env.spec
         self.num_agents, self.horizon = spec.num_agents, spec.max_steps
@@ -145,6 +155,9 @@ class LMGRPO:
         self.player.speaking_as = self.speaking_as   # type: ignore[method-assign]
         self.params = {n: [p for k, p in model.named_parameters() if f".{n}." in k] for n in names}
         self.optimizers = {n: torch.optim.Adam(self.params[n], lr=config.lr) for n in names}
+        # reference_every: the adapters as they were at the last refresh (every seed's, stacked in `state()`)
+        self.reference = {n: [p.detach().clone() for p in self.params[n]] for n in names} \
+            if config.reference_every else {}
         self.baselines = np.zeros((seeds, 1, spec.num_agents), np.float32)   # rae: per seed, [games, roles]
         self.estimate = estimator(config.estimator)
         options = {"gamma": config.gamma, "omega": config.gigpo_omega, "alpha": config.rae_alpha}
@@ -241,10 +254,8 @@ class LMGRPO:
                 turns.episode.append(int(e))
                 turns.step.append(t)
                 turns.texts.append(r.text)
-            if turns.ref is not None:   # the base model's log-probabilities, adapters off
-                with self.model.disable_adapter():
-                    ref = self._log_probs(turns, range(start, len(turns.prompts)), grad=False)
-                turns.ref.extend(np.asarray(x.detach().numpy(), np.float64) for x in ref)
+            if turns.ref is not None:   # the reference's log-probabilities
+                turns.ref.extend(self._reference_log_probs(turns, start))
             state, ts = self._step(state, jnp.asarray(actions), jax.random.split(jax.random.fold_in(k_step, t),
                                                                                 episodes))
             live = ~done
@@ -255,6 +266,30 @@ class LMGRPO:
             done |= np.asarray(ts.done)
         del torch
         return Played(turns, reward, acted, views, invalid, group)
+
+    def _reference_log_probs(self, turns: Turns, start: int) -> list[np.ndarray]:
+        """The KL reference's log-probabilities of the replies from `start` on: the base
+        model (adapters off), or the adapters' weights at the last refresh, swapped in."""
+        torch = self.torch
+        idx = range(start, len(turns.prompts))
+        if not self.reference:
+            with self.model.disable_adapter():
+                ref = self._log_probs(turns, idx, grad=False)
+            return [np.asarray(x.detach().numpy(), np.float64) for x in ref]
+        out: list[Any] = [None] * len(idx)
+        for agent, part in self._by_adapter([turns.agent[i] for i in idx]):
+            name = self.adapter(self.seed, agent)
+            now = [p.detach().clone() for p in self.params[name]]
+            with torch.no_grad():
+                for p, r in zip(self.params[name], self.reference[name]):
+                    p.copy_(r)
+                with self.speaking_as(agent):
+                    ref = self._log_probs(turns, [start + i for i in part], grad=False)
+                for p, r in zip(self.params[name], now):
+                    p.copy_(r)
+            for i, x in zip(part, ref):
+                out[i] = np.asarray(x.detach().numpy(), np.float64)
+        return out
 
     # ----- learning ---------------------------------------------------------------------------
     def advantages(self, seed: int, played: Played) -> np.ndarray:
@@ -271,6 +306,14 @@ class LMGRPO:
     def update(self, seed: int, number: int) -> dict[str, float]:
         """Play one update's episodes for `seed` and train its adapters on them."""
         torch, c = self.torch, self.config
+        if self.reference and number % c.reference_every == 0:   # refresh before the update's episodes
+            for name in self.adapter_names[seed]:
+                for p, r in zip(self.params[name], self.reference[name]):
+                    r.copy_(p.detach())
+        lr = c.lr * (1.0 - number / self.num_updates) if c.anneal_lr else c.lr
+        for name in self.adapter_names[seed]:
+            for group in self.optimizers[name].param_groups:
+                group["lr"] = lr
         played = self.play(seed, number, c.num_envs, c.group_size)
         turns = played.turns
         adv_all = self.advantages(seed, played)
@@ -330,6 +373,9 @@ class LMGRPO:
         """Every adapter's weights, Adam's moments and step counts, and RAE's baselines,
         as named arrays (written by `coplay.experiment.checkpoint`)."""
         out: dict[str, np.ndarray] = {"baselines": self.baselines.copy()}
+        for name, weights in self.reference.items():
+            for i, r in enumerate(weights):
+                out[f"{name}/reference{i}"] = r.numpy().copy()
         for name, params in self.params.items():
             opt = self.optimizers[name].state
             for i, p in enumerate(params):
@@ -345,6 +391,9 @@ class LMGRPO:
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         torch = self.torch
         self.baselines = np.asarray(state["baselines"], np.float32).copy()
+        for name, weights in self.reference.items():
+            for i, r in enumerate(weights):
+                r.copy_(torch.as_tensor(np.array(state[f"{name}/reference{i}"])))
         for name, params in self.params.items():
             opt = self.optimizers[name]
             with torch.no_grad():

