@@ -92,7 +92,7 @@ def test_bad_input_is_refused_before_a_run_directory_exists(tmp_path, kuhn):
         (["algo.model=" + str(tmp_path / "missing")], "no such file or directory"),
         (["algo.num_envs=10", "algo.group_size=4"], "algo.group_size=4 must divide algo.num_envs=10"),
         (["env=text:nim", "algo.max_new_tokens=2"], "algo.max_new_tokens=2 is too short"),
-        (["env=spread"], "lm_grpo cannot train on 'spread'"),
+        (["env=spread"], "algorithm 'lm_grpo' cannot train on environment 'spread'"),
         (["algo.adapters=per_role", "env=text:gridworld"], "algo.adapters=per_role gives each role an adapter"),
     ]
     for extra, words in cases:

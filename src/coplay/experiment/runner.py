@@ -28,7 +28,7 @@ import jax
 import numpy as np
 
 from coplay.algos import get_algo
-from coplay.algos.base import Trainer
+from coplay.algos.base import Trainer, check_env_support
 from coplay.algos.common.evaluation import make_evaluator
 from coplay.core.compile import jit, jit_once
 from coplay.core.env import Env
@@ -105,6 +105,7 @@ def plan(exp: Experiment) -> Plan:
     entry = get_algo(exp.algo)
     if entry.kind == LM_KIND:
         env.close()
+        check_env_support(env.spec, exp.algo, entry.capabilities)   # an unfit pair: the algorithms that can
         raise ConfigError(f"algo={exp.algo} trains a language model on the host: `coplay train` runs it, and its "
                           f"runs are scored by their own evaluation (exploitability, self-play); compiled "
                           f"evaluation, sweeps and datasets do not take it")

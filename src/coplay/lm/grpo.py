@@ -48,6 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from coplay.algos.base import check_env_support
 from coplay.algos.common.group_advantages import ESTIMATORS, Episodes, estimator
 from coplay.algos.grpo import view_keys
 from coplay.core.errors import ConfigError
@@ -61,12 +62,10 @@ from coplay.lm.policy import LMPlayer, Reply
 def check(config: Config, env: Any, seeds: int) -> None:
     """Refuse what cannot train, before any model is loaded."""
     spec = env.spec
-    problems = CAPABILITIES.problems(spec)
+    check_env_support(spec, "lm_grpo", CAPABILITIES)
     if not isinstance(env, TextEnv):
-        problems.append(f"lm_grpo plays text environments (coplay.envs.text.TextEnv), and {spec.name!r} is a "
-                        f"{type(env).__name__}")
-    if problems:
-        raise ConfigError(f"algo=lm_grpo cannot train on {spec.name!r}: {'; '.join(problems)}")
+        raise ConfigError(f"lm_grpo plays text environments (coplay.envs.text.TextEnv), and {spec.name!r} is a "
+                          f"{type(env).__name__}")
     if config.num_envs % config.group_size:
         raise ConfigError(f"algo.group_size={config.group_size} must divide algo.num_envs={config.num_envs} (the "
                           f"episodes of one update), e.g. algo.num_envs="
