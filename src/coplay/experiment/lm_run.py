@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from coplay.algos.base import Policy
 from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.envs.text.tree_games import TextTreeGame
@@ -166,3 +168,32 @@ def train_lm(exp: Experiment, *, stop_after_chunks: int | None = None) -> Any:
         "curve": [{"env_steps": s, **{k: float(np.mean(v)) for k, v in e.items()}} for s, e in evals],
     })
     return RunResult(run_dir, summary)
+
+
+@dataclass
+class LoadedLMRun:
+    """An lm_grpo run's newest checkpoint, ready to play: `policy` speaks with the seed
+    its parameter names (`params [S]`: the seeds' indices), as `LoadedRun` does."""
+
+    exp: Experiment
+    policy: Policy
+    params: Any
+    meta: dict
+    path: Path
+
+
+def load_lm_run(run_dir: Path) -> LoadedLMRun:
+    """The model of an lm_grpo run directory with its newest adapters."""
+    from coplay.experiment.runner import check_checkpoint_config
+    from coplay.lm.acting import lm_policy
+    from coplay.lm.grpo import LMGRPO
+    from coplay.lm.models import load_model
+
+    exp = Experiment.load(run_dir / "config.yaml")
+    c, run = exp.algo_config, exp.run
+    env = ENVS.make(exp.env, **exp.env_config)
+    learner = LMGRPO(c, env, load_model(c.model, seed=c.model_seed), run.seeds, run.seed)
+    state, meta, path = checkpoint.latest(run_dir / "checkpoints", learner.state(),
+                                          lambda m, f: check_checkpoint_config(m, exp, f))
+    learner.load_state(state)
+    return LoadedLMRun(exp, lm_policy(learner.player, learner.use_seed), np.arange(run.seeds), meta, path)

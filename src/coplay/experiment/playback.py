@@ -9,6 +9,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from coplay.algos import get_algo
 from coplay.algos.base import Policy
 from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError
@@ -17,6 +18,7 @@ from coplay.experiment import fronts
 from coplay.experiment.config import Experiment
 from coplay.experiment.evaluate import record_dialogue, record_episode, save_gif
 from coplay.experiment.runner import Plan, init_state, latest_checkpoint, plan
+from coplay.lm import LM_KIND
 
 
 @dataclass
@@ -44,6 +46,10 @@ def load_run(run_dir: Path | str) -> LoadedRun:
     if not (run_dir / "config.yaml").exists():
         raise ConfigError(f"{run_dir} is not a coplay run directory (no config.yaml)")
     exp = Experiment.load(run_dir / "config.yaml")
+    if get_algo(exp.algo).kind == LM_KIND:   # a language model's adapters, played on the host
+        from coplay.experiment.lm_run import load_lm_run
+
+        return load_lm_run(run_dir)   # type: ignore[return-value]  # LoadedRun's members that players read
     p = plan(exp)
     state, meta, path = latest_checkpoint(run_dir / "checkpoints", init_state(p), exp)
     return LoadedRun(exp, p, state, meta, path)

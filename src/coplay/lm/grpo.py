@@ -168,6 +168,10 @@ class LMGRPO:
         self.seed = 0
 
     # ----- adapters ---------------------------------------------------------------------------
+    def use_seed(self, seed: int) -> None:
+        """Speak with seed `seed`'s adapters from now on."""
+        self.seed = seed
+
     def adapter(self, seed: int, agent: int) -> str:
         row = self.adapter_names[seed]
         return row[agent] if len(row) > 1 else row[0]
