@@ -18,6 +18,7 @@ import coplay  # noqa: E402
 from coplay.core.errors import ConfigError  # noqa: E402
 from coplay.eval.text_policies import score_lm_player  # noqa: E402
 from coplay.experiment import checkpoint  # noqa: E402
+from coplay.experiment.tournament import run_tournament  # noqa: E402
 from coplay.lm.config import Config  # noqa: E402
 from coplay.lm.grpo import LMGRPO, Turns  # noqa: E402
 from coplay.lm.models import LoadedModel, load_model, smollm2_path, tiny_model  # noqa: E402
@@ -120,7 +121,7 @@ def test_bad_input_is_refused_before_a_run_directory_exists(tmp_path, kuhn):
 
 
 @pytest.mark.slow
-def test_an_lm_grpo_run_resumes_exactly_and_scores_its_exploitability_every_chunk(tmp_path):
+def test_an_lm_grpo_run_resumes_exactly_scores_its_exploitability_and_plays_a_tournament(tmp_path):
     args = TINY + ["algo.decoding=legal", "algo.adapters=per_role", "algo.estimator=rae", "algo.kl_coef=0.1",
                    "algo.num_envs=8", "algo.group_size=4", "seeds=2", "total_steps=48", "chunk_steps=24",
                    "eval_episodes=4", f"out_dir={tmp_path}"]
@@ -137,6 +138,10 @@ def test_an_lm_grpo_run_resumes_exactly_and_scores_its_exploitability_every_chun
     curve = whole.summary["curve"]
     assert len(curve) == 2 and all(0 <= c["exploitability"] < 1.5 for c in curve)
     assert (whole.run_dir / "curve.png").exists() and (whole.run_dir / "samples.txt").exists()
+    # both seeds' models play the game under the words, against a bot, through the host callback
+    table = run_tournament([str(whole.run_dir), "random"], games=4, out_dir=tmp_path / "tournament")
+    assert list(table["results"].players) == ["whole@0", "whole@1", "random"]
+    assert np.asarray(table["results"].counts).sum() > 0
     # the adapters moved: trained LoRA weights differ from where the run started
     fresh = LMGRPO(Config(model="tiny", adapters="per_role"), coplay.make("text:kuhn_poker"), tiny_model(),
                    seeds=2, run_seed=0).state()
