@@ -8,11 +8,12 @@ utterances `[..., N, T]` for the text environment to parse. The parameters are
 the seed's index (`params [S]` for a run of S seeds), which picks the seed's
 adapters; the base model has one "seed".
 
-Who speaks: where the evaluation loop hands the policy the legal moves (a text
-game played through `coplay.eval.text_policies.speaker`, or `MovesAsMask`), the
-agents with a legal move, and the prompt names those moves; where it hands an
-empty mask (the text environment itself), every agent, and the prompt names
-every move the environment understands.
+Who speaks: in a turn-based game whose views end with "your move" for the
+agent to move (the text games do), that agent only; otherwise every agent.
+Where the evaluation loop hands the policy the legal moves (a text game played
+through `coplay.eval.text_policies.speaker`, or `MovesAsMask`), the prompt names
+those moves; where it hands an empty mask (the text environment itself), every
+move the environment understands.
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ from coplay.algos.base import Policy
 from coplay.algos.common.matches import no_carry
 from coplay.envs.text.vocab import PAD, VOCAB
 from coplay.lm.policy import LMPlayer
+
+
+def _speakers(views: list[str], turn_based: bool) -> list[bool]:
+    """Who writes a reply: in a turn-based game whose views say whose move it is, the
+    agent whose view ends with "your move" (the others' utterances are not read);
+    otherwise every agent."""
+    mover = [v.endswith("your move") for v in views]
+    return mover if turn_based and any(mover) else [True] * len(views)
 
 
 def lm_policy(player: LMPlayer, select: Any = None) -> Policy:
@@ -48,14 +57,17 @@ def lm_policy(player: LMPlayer, select: Any = None) -> Policy:
         out = np.full((flat_obs.shape[0], n, t_max), PAD, np.int32)
         generator = torch.Generator().manual_seed(int(np.asarray(key, np.uint32).reshape(-1)[-1]))
         named = flat_mask.shape[-1] == len(moves)
+        views = [[VOCAB.decode(flat_obs[b, a]) for a in range(n)] for b in range(flat_obs.shape[0])]
+        speaks = np.asarray([_speakers(row, env.spec.turn_based) for row in views]).reshape(-1, n)
+        if named:
+            speaks &= flat_mask.any(-1)
         for agent in range(n):
-            rows = [b for b in range(flat_obs.shape[0]) if not named or flat_mask[b, agent].any()]
+            rows = [int(b) for b in np.flatnonzero(speaks[:, agent])]
             if not rows:
                 continue
             allowed = [[int(m) for m in np.flatnonzero(flat_mask[b, agent])] if named else list(range(len(moves)))
                        for b in rows]
-            prompts = [player.prompt(VOCAB.decode(flat_obs[b, agent]), agent, [moves[m] for m in ms])
-                       for b, ms in zip(rows, allowed)]
+            prompts = [player.prompt(views[b][agent], agent, [moves[m] for m in ms]) for b, ms in zip(rows, allowed)]
             with player.speaking_as(agent):
                 replies = player.sample(prompts, generator, allowed)
             for b, reply in zip(rows, replies):
