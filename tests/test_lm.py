@@ -18,6 +18,7 @@ import coplay  # noqa: E402
 from coplay.core.errors import ConfigError  # noqa: E402
 from coplay.eval.text_policies import score_lm_player  # noqa: E402
 from coplay.experiment import checkpoint  # noqa: E402
+from coplay.experiment.playback import evaluate_run  # noqa: E402
 from coplay.experiment.tournament import run_tournament  # noqa: E402
 from coplay.lm.config import Config  # noqa: E402
 from coplay.lm.grpo import LMGRPO, Turns  # noqa: E402
@@ -138,6 +139,8 @@ def test_an_lm_grpo_run_resumes_exactly_scores_its_exploitability_and_plays_a_to
     curve = whole.summary["curve"]
     assert len(curve) == 2 and all(0 <= c["exploitability"] < 1.5 for c in curve)
     assert (whole.run_dir / "curve.png").exists() and (whole.run_dir / "samples.txt").exists()
+    evaluated = evaluate_run(whole.run_dir, episodes=2)        # `coplay eval` of the run
+    assert len(evaluated["per_seed"]) == 2 and 0 <= evaluated["measures"]["exploitability"] < 1.5
     # both seeds' models play the game under the words, against a bot, through the host callback
     table = run_tournament([str(whole.run_dir), "random"], games=4, out_dir=tmp_path / "tournament")
     assert list(table["results"].players) == ["whole@0", "whole@1", "random"]

@@ -182,10 +182,9 @@ class LoadedLMRun:
     path: Path
 
 
-def load_lm_run(run_dir: Path) -> LoadedLMRun:
-    """The model of an lm_grpo run directory with its newest adapters."""
+def _restore(run_dir: Path) -> tuple[Experiment, Any, Any, dict, Path]:
+    """(config, environment, learner with the newest adapters, checkpoint meta, its path)."""
     from coplay.experiment.runner import check_checkpoint_config
-    from coplay.lm.acting import lm_policy
     from coplay.lm.grpo import LMGRPO
     from coplay.lm.models import load_model
 
@@ -196,4 +195,31 @@ def load_lm_run(run_dir: Path) -> LoadedLMRun:
     state, meta, path = checkpoint.latest(run_dir / "checkpoints", learner.state(),
                                           lambda m, f: check_checkpoint_config(m, exp, f))
     learner.load_state(state)
-    return LoadedLMRun(exp, lm_policy(learner.player, learner.use_seed), np.arange(run.seeds), meta, path)
+    return exp, env, learner, meta, path
+
+
+def load_lm_run(run_dir: Path) -> LoadedLMRun:
+    """The model of an lm_grpo run directory with its newest adapters."""
+    from coplay.lm.acting import lm_policy
+
+    exp, _, learner, meta, path = _restore(Path(run_dir))
+    return LoadedLMRun(exp, lm_policy(learner.player, learner.use_seed), np.arange(exp.run.seeds), meta, path)
+
+
+def evaluate_lm_run(run_dir: Path, episodes: int, seed: int) -> dict:
+    """`coplay eval` of an lm_grpo run: each seed's evaluation as in training
+    (`evaluate`), with its own random streams (`seed`), in `evaluate_run`'s shape."""
+    from coplay.eval.stats import summarize
+
+    exp, env, learner, meta, path = _restore(Path(run_dir))
+    results: dict[str, list[float]] = {}
+    talks: list = []
+    for k in range(exp.run.seeds):
+        out, dialogues = evaluate(learner, env, k, 1_000_000 + seed, episodes)
+        talks = dialogues if k == 0 else talks
+        for name, v in out.items():
+            results.setdefault(name, []).append(float(np.mean(v)))
+    per_seed = np.asarray(results.pop("return"))
+    return {"checkpoint": str(path), "env_steps": meta.get("env_steps"), "per_seed": per_seed.tolist(),
+            "return": summarize(per_seed), "episodes": episodes, "gif": None, "dialogues": talks,
+            "measures": {k: float(np.mean(v)) for k, v in results.items()}}

@@ -64,6 +64,10 @@ def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int 
     expected utility (IQM and 95% CI over seeds) against the run's reference point."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ConfigError(f"episodes={episodes!r}: evaluation needs a whole number of at least 1 episode per seed")
+    if get_algo(Experiment.load(Path(run_dir) / "config.yaml").algo).kind == LM_KIND:
+        from coplay.experiment.lm_run import evaluate_lm_run
+
+        return evaluate_lm_run(Path(run_dir), episodes, seed)
     run = load_run(run_dir)
     exp, p, meta, path = run.exp, run.plan, run.meta, run.path
     run_dir = Path(run_dir)

@@ -106,9 +106,9 @@ def plan(exp: Experiment) -> Plan:
     if entry.kind == LM_KIND:
         env.close()
         check_env_support(env.spec, exp.algo, entry.capabilities)   # an unfit pair: the algorithms that can
-        raise ConfigError(f"algo={exp.algo} trains a language model on the host: `coplay train` runs it, and its "
-                          f"runs are scored by their own evaluation (exploitability, self-play); compiled "
-                          f"evaluation, sweeps and datasets do not take it")
+        raise ConfigError(f"algo={exp.algo} trains a language model on the host: `coplay train` runs it, and "
+                          f"`coplay eval` and `coplay tournament` take its runs; sweeps and datasets (`coplay "
+                          f"sweep`, `coplay record`) do not")
     per_update = exp.algo_config.update_steps(env.spec)
     if run.total_steps < per_update:
         env.close()
