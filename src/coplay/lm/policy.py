@@ -171,19 +171,55 @@ class LMPlayer:
         """For each prompt, the log-probability of each move's canonical reply (its text and
         the end-of-turn token): `moves[i]` lists the moves (indices into the environment's)
         scored for prompt i, all of them by default. Returns one `[len(moves[i])]` tensor
-        per prompt (numpy arrays unless `grad`)."""
+        per prompt (numpy arrays unless `grad`). Each prompt is read once: its key-value
+        cache is repeated for the moves, which are read after it."""
         torch = self.torch
         chosen = [list(m) for m in moves] if moves is not None else [list(range(len(self.moves)))] * len(prompts_)
-        pairs = [(i, m) for i, ms in enumerate(chosen) for m in ms]
+        out: list[Any] = []
         with torch.set_grad_enabled(grad):
-            seqs = self.token_log_probs([prompts_[i] for i, _ in pairs], [self.move_ids[m] for _, m in pairs])
-        totals = [s.sum() for s in seqs]
-        out, k = [], 0
-        for ms in chosen:
-            row = torch.stack(totals[k:k + len(ms)]) if ms else torch.zeros(0)
-            out.append(row if grad else row.detach().numpy().astype(np.float64))
-            k += len(ms)
+            for start in range(0, len(prompts_), self.batch_size):
+                rows = self._score_moves(prompts_[start:start + self.batch_size],
+                                         chosen[start:start + self.batch_size])
+                out.extend(r if grad else r.detach().numpy().astype(np.float64) for r in rows)
         return out
+
+    def _score_moves(self, prompts_: Sequence[Sequence[int]], chosen: Sequence[Sequence[int]]) -> list[Any]:
+        torch = self.torch
+        ids, mask, position = self._left_padded(prompts_)
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=position, use_cache=True)
+        cache, first = _cache_of(out), torch.log_softmax(out.logits[:, -1].float() / self.temperature, -1)
+        a = max(1, max(len(ms) for ms in chosen))
+        replies = [[self.move_ids[m] for m in ms] + [[self.end_id]] * (a - len(ms)) for ms in chosen]
+        longest = max(len(r) for row in replies for r in row)
+        logp = first.repeat_interleave(a, 0)[:, None, :]                      # [B*A, 1, V]: each reply's first
+        if longest > 1:   # the replies' other tokens, read after the prompt from its repeated cache
+            cache.batch_repeat_interleave(a)
+            tokens = torch.full((len(prompts_) * a, longest - 1), self.pad_id, dtype=torch.long)
+            seen = torch.zeros((len(prompts_) * a, longest - 1), dtype=torch.long)
+            for k, r in enumerate(r for row in replies for r in row):
+                tokens[k, : len(r) - 1] = torch.as_tensor(r[:-1])
+                seen[k, : len(r) - 1] = 1
+            rest = self.model(input_ids=tokens, use_cache=True,
+                              attention_mask=torch.cat([mask.repeat_interleave(a, 0), seen], 1),
+                              position_ids=position[:, -1:].repeat_interleave(a, 0) + 1 + torch.arange(longest - 1),
+                              **{self._cache_arg: cache})
+            logp = torch.cat([logp, torch.log_softmax(rest.logits.float() / self.temperature, -1)], 1)
+        rows = []
+        for i, ms in enumerate(chosen):
+            totals = [sum(logp[i * a + j, t, tok] for t, tok in enumerate(self.move_ids[m])) for j, m in enumerate(ms)]
+            rows.append(torch.stack(totals) if totals else torch.zeros(0))
+        return rows
+
+    def _left_padded(self, prompts_: Sequence[Sequence[int]]) -> tuple[Any, Any, Any]:
+        """`(ids, mask, position ids)` `[B, L]` of prompts padded on the left."""
+        torch = self.torch
+        b, length = len(prompts_), max(len(p) for p in prompts_)
+        ids = torch.full((b, length), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((b, length), dtype=torch.long)
+        for i, p in enumerate(prompts_):
+            ids[i, length - len(p):] = torch.as_tensor(list(p))
+            mask[i, length - len(p):] = 1
+        return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
 
     def sample(self, prompts_: Sequence[Sequence[int]], generator: Any,
                legal: Sequence[Sequence[int]] | None = None) -> list[Reply]:
@@ -211,13 +247,8 @@ class LMPlayer:
     def _generate(self, prompts_: Sequence[Sequence[int]], generator: Any) -> list[Reply]:
         """Token-by-token sampling with the model's key-value cache, left-padded prompts."""
         torch = self.torch
-        b, length = len(prompts_), max(len(p) for p in prompts_)
-        ids = torch.full((b, length), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((b, length), dtype=torch.long)
-        for i, p in enumerate(prompts_):
-            ids[i, length - len(p):] = torch.as_tensor(list(p))
-            mask[i, length - len(p):] = 1
-        position = (mask.cumsum(-1) - 1).clamp(min=0)
+        b = len(prompts_)
+        ids, mask, position = self._left_padded(prompts_)
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=position, use_cache=True)
         past, logits = _cache_of(out), out.logits[:, -1].float()
         last = position[:, -1]
