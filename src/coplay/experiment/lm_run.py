@@ -90,7 +90,7 @@ def train_lm(exp: Experiment, *, stop_after_chunks: int | None = None) -> Any:
         if getattr(run, name) is not None:
             raise ConfigError(f"{name}= is not offered for algo=lm_grpo (it starts from algo.model)")
     env = ENVS.make(exp.env, **exp.env_config)
-    check(c, env, run.seeds)
+    check(c, env)
     per_update, per_chunk, chunks = _schedule(exp, env.spec)
     loaded = load_model(c.model, seed=c.model_seed)            # refused here if missing, before a directory
     learner = LMGRPO(c, env, loaded, run.seeds, run.seed, chunks * per_chunk)   # checks the budget, the tokenizer
@@ -191,7 +191,8 @@ def _restore(run_dir: Path) -> tuple[Experiment, Any, Any, dict, Path]:
     exp = Experiment.load(run_dir / "config.yaml")
     c, run = exp.algo_config, exp.run
     env = ENVS.make(exp.env, **exp.env_config)
-    learner = LMGRPO(c, env, load_model(c.model, seed=c.model_seed), run.seeds, run.seed)
+    _, per_chunk, chunks = _schedule(exp, env.spec)
+    learner = LMGRPO(c, env, load_model(c.model, seed=c.model_seed), run.seeds, run.seed, chunks * per_chunk)
     state, meta, path = checkpoint.latest(run_dir / "checkpoints", learner.state(),
                                           lambda m, f: check_checkpoint_config(m, exp, f))
     learner.load_state(state)

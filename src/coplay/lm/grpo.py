@@ -59,7 +59,7 @@ from coplay.lm.models import LoadedModel, require_llm
 from coplay.lm.policy import LMPlayer, Reply
 
 
-def check(config: Config, env: Any, seeds: int) -> None:
+def check(config: Config, env: Any) -> None:
     """Refuse what cannot train, before any model is loaded."""
     spec = env.spec
     check_env_support(spec, "lm_grpo", CAPABILITIES)
@@ -80,7 +80,6 @@ def check(config: Config, env: Any, seeds: int) -> None:
     if config.adapters == "per_role" and spec.num_agents < 2:
         raise ConfigError(f"algo.adapters=per_role gives each role an adapter, and {spec.name!r} has one role; "
                           f"use algo.adapters=shared")
-    del seeds
 
 
 @dataclass
@@ -124,7 +123,7 @@ class LMGRPO:
         import torch
         from peft import LoraConfig, get_peft_model
 
-        check(config, env, seeds)
+        check(config, env)
         if config.reference_every and not config.kl_coef:
             raise ConfigError(f"algo.reference_every={config.reference_every} refreshes the reference of the KL "
                               f"term, and algo.kl_coef=0 has none; set algo.kl_coef > 0 or algo.reference_every=0")
@@ -154,7 +153,7 @@ class LMGRPO:
         self.player.speaking_as = self.speaking_as   # type: ignore[method-assign]
         self.params = {n: [p for k, p in model.named_parameters() if f".{n}." in k] for n in names}
         self.optimizers = {n: torch.optim.Adam(self.params[n], lr=config.lr) for n in names}
-        # reference_every: the adapters as they were at the last refresh (every seed's, stacked in `state()`)
+        # reference_every: each adapter's weights as they were at the last refresh
         self.reference = {n: [p.detach().clone() for p in self.params[n]] for n in names} \
             if config.reference_every else {}
         self.baselines = np.zeros((seeds, 1, spec.num_agents), np.float32)   # rae: per seed, [games, roles]
