@@ -1,7 +1,7 @@
 """A tournament on Kuhn poker: language models before and after training beside a text
 policy trained from scratch, a PPO policy and the random bot.
 
-    python benchmarks/lm_tournament.py [--games 100] [--lm-updates 100] [--smollm2]
+    python benchmarks/lm_tournament.py [--games 100] [--lm-updates 150] [--smollm2]
 
 Players, all seated in `tree:kuhn_poker` (the text policies through the game's words):
 - `tiny`: the tiny model (`algo.model=tiny`, random weights) before training, `decoding=legal`;
@@ -36,6 +36,8 @@ from coplay.lm.acting import lm_policy
 from coplay.lm.models import load_model, tiny_model
 from coplay.lm.policy import LMPlayer
 
+LM = ["algo=lm_grpo", "algo.model=tiny", "algo.decoding=legal", "algo.estimator=rae", "algo.num_envs=32",
+      "algo.group_size=4", "algo.lr=3e-3", "algo.kl_coef=1.0"]
 GRPO = ["algo=grpo", "algo.decoding=legal", "algo.estimator=dr_grpo", "algo.kl_coef=0.2",
         "algo.reference_every=100", "algo.lr=3e-4", "algo.anneal_lr=true", "algo.layers=1", "algo.width=32"]
 
@@ -43,7 +45,7 @@ GRPO = ["algo=grpo", "algo.decoding=legal", "algo.estimator=dr_grpo", "algo.kl_c
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--games", type=int, default=100, help="games per seated pair")
-    ap.add_argument("--lm-updates", type=int, default=100)
+    ap.add_argument("--lm-updates", type=int, default=150)
     ap.add_argument("--grpo-updates", type=int, default=1000)
     ap.add_argument("--ppo-steps", type=int, default=300_000)
     ap.add_argument("--smollm2", action="store_true")
@@ -53,8 +55,7 @@ def main() -> None:
     out = tempfile.mkdtemp(prefix="lm_tournament-")
     common = ["seeds=1", "progress=false", "tensorboard=false", f"out_dir={out}"]
     t0 = time.perf_counter()
-    lm_run = coplay.train(["algo=lm_grpo", "env=text:kuhn_poker", "algo.model=tiny", "algo.decoding=legal",
-                           "algo.num_envs=32", "algo.group_size=4", "algo.kl_coef=0.2",
+    lm_run = coplay.train([*LM, "env=text:kuhn_poker",
                            f"total_steps={args.lm_updates * 96}", f"chunk_steps={args.lm_updates * 96}",
                            "eval_episodes=8", *common])
     grpo_run = coplay.train([*GRPO, "env=text:kuhn_poker", f"total_steps={args.grpo_updates * 192}",
@@ -102,7 +103,7 @@ def main() -> None:
 `python benchmarks/lm_tournament.py --games {args.games} --lm-updates {args.lm_updates} --grpo-updates \
 {args.grpo_updates} --ppo-steps {args.ppo_steps}{' --smollm2' if args.smollm2 else ''}` on {cpu_model()}.
 Played in `tree:kuhn_poker`, {args.games} games per seated pair; the text policies speak through the game's words.
-`tiny+lm_grpo`: `algo=lm_grpo algo.model=tiny algo.decoding=legal algo.kl_coef=0.2`, {args.lm_updates} updates;
+`tiny+lm_grpo`: `{' '.join(LM)}`, {args.lm_updates} updates;
 `grpo`: `{' '.join(GRPO)}`, {args.grpo_updates} updates; `ppo`: `algo=selfplay_ppo`, {args.ppo_steps} steps.
 Training took {train_s:.0f} s, the tournament {play_s:.0f} s.
 
