@@ -26,6 +26,15 @@ from coplay.lm.grpo import LMGRPO
 from coplay.lm.models import tiny_model
 
 
+# What this script found with --lr 3e-4 --kl-coef 0.2 (kept in the section when it is rewritten).
+EARLIER = """With `--lr 3e-4 --kl-coef 0.2` (80 updates) every estimator went from 0.480 to 0.333 within 20 updates and stayed:
+the model bet at every information set with probability 0.99, the same strategy everywhere (spread 0). At the start
+the tiny model's last hidden state differs by about 1.5% between a jack and a king in the prompt (142 tokens), so
+the move common to all information sets is learned long before the card is read; a strong KL to the near-uniform
+base model holds the policy open until it is.
+"""
+
+
 def curve(estimator: str, updates: int, every: int, options: dict) -> dict:
     env = coplay.make("text:kuhn_poker")
     learner = LMGRPO(Config(model="tiny", decoding="legal", estimator=estimator, **options), env, tiny_model(),
@@ -72,7 +81,8 @@ probability of betting over the 12 information sets (0: the same strategy everyw
 | estimator | {' | '.join(str(s) for s in steps)} | spread | s |
 |---|{'---|' * len(steps)}---|---|
 {rows}
-""")
+
+{EARLIER}""")
     print(runs)
 
 
