@@ -16,6 +16,7 @@ import torch  # noqa: E402
 
 import coplay  # noqa: E402
 from coplay.core.errors import ConfigError  # noqa: E402
+from coplay.envs.trees.values import TreeArrays, exploitability  # noqa: E402
 from coplay.eval.text_policies import score_lm_player  # noqa: E402
 from coplay.experiment import checkpoint  # noqa: E402
 from coplay.experiment.playback import evaluate_run  # noqa: E402
@@ -79,13 +80,20 @@ def test_one_lora_step_moves_a_moves_probability_the_way_its_advantage_says(kuhn
     assert stats["grad_norm"][0] > 0
 
 
-def test_a_uniform_model_is_scored_exactly_as_uniform_play_of_kuhn(kuhn):
+def test_a_uniform_model_is_scored_exactly_as_uniform_play_of_kuhn_and_leduc(kuhn):
     loaded = tiny_model(seed=0)
     with torch.no_grad():                # zero embeddings (tied to the output): every token equally likely
         loaded.model.get_input_embeddings().weight.zero_()
     score = score_lm_player(kuhn, LMPlayer(loaded, kuhn, decoding="legal"))
     np.testing.assert_allclose(np.asarray(score.strategy), 0.5, atol=1e-6)
     np.testing.assert_allclose(float(score.exploitability), 0.458333, atol=1e-4)   # uniform Kuhn play
+    leduc = coplay.make("text:leduc_holdem")         # 288 information sets, two or three legal moves each
+    score = score_lm_player(leduc, LMPlayer(loaded, leduc, decoding="legal"))
+    legal = np.asarray(leduc.game.tree.legal)
+    uniform = legal / legal.sum(-1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(score.strategy), uniform, atol=1e-6)
+    np.testing.assert_allclose(float(score.exploitability),
+                               float(exploitability(TreeArrays.from_tree(leduc.game.tree), uniform)), rtol=1e-5)
 
 
 def test_bad_input_is_refused_before_a_run_directory_exists(tmp_path, kuhn):
@@ -154,7 +162,7 @@ def test_an_lm_grpo_run_resumes_exactly_scores_its_exploitability_and_plays_a_to
 
 @pytest.mark.slow
 @pytest.mark.skipif(not smollm2_path().exists(), reason="SmolLM2 is not in the cache: coplay lm fetch-smollm2")
-def test_smollm2_scores_its_kuhn_play_and_trains_an_update_of_self_play(kuhn):
+def test_smollm2_scores_its_kuhn_play_and_finishes_a_short_self_play_run(kuhn, tmp_path):
     loaded = load_model("smollm2")
     player = LMPlayer(loaded, kuhn, max_new_tokens=4)
     prompt = player.prompt(KUHN_VIEW, 0, ["pass", "bet"])
@@ -164,11 +172,10 @@ def test_smollm2_scores_its_kuhn_play_and_trains_an_update_of_self_play(kuhn):
         np.testing.assert_allclose(a.detach().numpy(), r.log_probs, atol=1e-3)
     score = score_lm_player(kuhn, player)
     assert 0.0 < float(score.exploitability) <= 2.0 and np.all(np.asarray(score.invalid) < 1.0)
-    # one update: a group of two episodes from one deal, the model in both seats
-    learner = LMGRPO(Config(model="smollm2", num_envs=2, group_size=2, max_new_tokens=4, decoding="legal"),
-                     kuhn, loaded, seeds=1, run_seed=0)
-    before = learner.state()
-    row = learner.update(0, 0)
-    assert np.isfinite(list(row.values())).all() and row["invalid"] == 0.0
-    after = learner.state()
-    assert any(not np.array_equal(before[k], after[k]) for k in before if k.count("/") == 1 and "/param" in k)
+    # a short self-play run through `coplay train`: one update of two episodes from one deal, the model
+    # in both seats, then its evaluation (two episodes and the exact exploitability)
+    run = coplay.train(["algo=lm_grpo", "env=text:kuhn_poker", "algo.model=smollm2", "algo.decoding=legal",
+                        "algo.num_envs=2", "algo.group_size=2", "seeds=1", "total_steps=6", "chunk_steps=6",
+                        "eval_episodes=2", "progress=false", "tensorboard=false", f"out_dir={tmp_path}"])
+    assert run.summary["updates_per_seed"] == 1 and run.summary["final"]["invalid"]["iqm"] == 0.0
+    assert 0.0 < run.summary["final"]["exploitability"]["iqm"] <= 2.0
