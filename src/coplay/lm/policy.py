@@ -119,7 +119,9 @@ class LMPlayer:
 
     # ----- prompts -----------------------------------------------------------------------------
     def _check_tokenizer(self) -> None:
-        """Refuse a tokenizer that cannot write the environment's words back exactly."""
+        """Refuse a tokenizer that cannot write the environment's words back exactly: the
+        words of coplay's shared text vocabulary (every text environment writes in it) and
+        the environment's moves."""
         words = [w for w in VOCAB.words[3:]] + list(self.moves)
         bad = []
         unk = getattr(self.tokenizer, "unk_token_id", None)
@@ -129,8 +131,9 @@ class LMPlayer:
                 bad.append(w)
         if bad:
             raise ConfigError(f"the tokenizer of {self.loaded.name!r} cannot represent words of "
-                              f"{self.env.spec.name!r}'s text ({', '.join(map(repr, bad[:8]))}): they do not "
-                              f"come back from encode/decode; use a model whose tokenizer covers plain English text")
+                              f"{self.env.spec.name!r}'s text (coplay's text vocabulary and its moves: "
+                              f"{', '.join(map(repr, bad[:8]))}): they do not come back from encode/decode; use a "
+                              f"model whose tokenizer covers plain English text")
 
     def prompt(self, view: str, agent: int, moves: Sequence[str]) -> list[int]:
         """The token ids of the prompt for `agent` reading `view`, allowed `moves` now."""
