@@ -18,7 +18,6 @@ NashConv of the model's strategy (`coplay.eval.text_policies.score_lm_player`).
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,17 +35,6 @@ from coplay.experiment.config import Experiment
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_summary
 
 
-def _schedule(exp: Experiment, spec: Any) -> tuple[int, int, int]:
-    """(steps per update, updates per chunk, chunks), refused where one update does not fit."""
-    run = exp.run
-    per_update = exp.algo_config.update_steps(spec)
-    if run.total_steps < per_update:
-        raise ConfigError(f"total_steps={run.total_steps} is smaller than one update ({per_update} environment "
-                          f"steps per seed: algo.num_envs x max_steps); raise total_steps")
-    per_chunk = max(1, min(run.chunk_steps, run.total_steps) // per_update)
-    return per_update, per_chunk, max(1, math.ceil(run.total_steps / (per_chunk * per_update)))
-
-
 def evaluate(learner: Any, env: Any, seed: int, number: int, episodes: int) -> tuple[dict[str, np.ndarray], list]:
     """Seed `seed`'s evaluation: per-episode `return` and `invalid` (replies per turn that
     named no legal move) over `episodes` self-play episodes (groups of one), and on an
@@ -56,8 +44,7 @@ def evaluate(learner: Any, env: Any, seed: int, number: int, episodes: int) -> t
     turns = np.maximum(played.acted.sum((1, 2)), 1)
     out = {"return": np.where(spoke, played.reward.sum(1), 0.0).sum(1) / env.spec.num_agents,
            "invalid": played.invalid / turns}
-    if isinstance(env, TextTreeGame):
-        learner.seed = seed
+    if isinstance(env, TextTreeGame):   # play() left seed `seed`'s adapters speaking
         score = score_lm_player(env, learner.player)
         for k, v in (("exploitability", score.exploitability), ("nash_conv", score.nash_conv),
                      ("invalid_mass", np.mean(np.asarray(score.invalid)))):
@@ -72,28 +59,15 @@ def evaluate(learner: Any, env: Any, seed: int, number: int, episodes: int) -> t
 
 def train_lm(exp: Experiment, *, stop_after_chunks: int | None = None) -> Any:
     """Train `exp` (algo=lm_grpo) and return a `RunResult` (see the module's doc)."""
-    from coplay.experiment.runner import (
-        RunResult,
-        _Interrupt,
-        _sigint,
-        check_checkpoint_config,
-        config_key,
-        new_run_dir,
-        resume_command,
-    )
-    from coplay.lm.grpo import LMGRPO, check
-    from coplay.lm.models import load_model
+    from coplay.experiment.runner import RunResult, _Interrupt, _sigint, config_key, new_run_dir, resume_command
+    from coplay.lm.grpo import LMGRPO
 
     exp.validate()
     run, c = exp.run, exp.algo_config
     for name in ("init_from", "scalarise"):
         if getattr(run, name) is not None:
             raise ConfigError(f"{name}= is not offered for algo=lm_grpo (it starts from algo.model)")
-    env = ENVS.make(exp.env, **exp.env_config)
-    check(c, env)
-    per_update, per_chunk, chunks = _schedule(exp, env.spec)
-    loaded = load_model(c.model, seed=c.model_seed)            # refused here if missing, before a directory
-    learner = LMGRPO(c, env, loaded, run.seeds, run.seed, chunks * per_chunk)   # checks the budget, the tokenizer
+    env, learner, (per_update, per_chunk, chunks) = _build(exp)   # refused here, before a run directory
 
     resume_dir = Path(run.resume) if run.resume else None
     run_dir = resume_dir or new_run_dir(run.out_dir, run.name, exp.algo, exp.env)
@@ -105,9 +79,7 @@ def train_lm(exp: Experiment, *, stop_after_chunks: int | None = None) -> Any:
     else:
         checkpoint.remove_temporaries(ckpt_dir)
         if checkpoint.list_checkpoints(ckpt_dir):
-            state, meta, path = checkpoint.latest(ckpt_dir, learner.state(),
-                                                  lambda m, f: check_checkpoint_config(m, exp, f))
-            learner.load_state(state)
+            meta, path = _load_newest(exp, learner, ckpt_dir)
             start, earlier = int(meta["chunk"]) + 1, float(meta.get("wall_time_s", 0.0))
             evals = [(int(s), {k: np.asarray(v) for k, v in e.items()}) for s, e in meta.get("evals", [])]
             print(f"resuming {run_dir} from {path.name} (chunk {start}/{chunks})", flush=True)
@@ -182,20 +154,35 @@ class LoadedLMRun:
     path: Path
 
 
-def _restore(run_dir: Path) -> tuple[Experiment, Any, Any, dict, Path]:
-    """(config, environment, learner with the newest adapters, checkpoint meta, its path)."""
-    from coplay.experiment.runner import check_checkpoint_config
-    from coplay.lm.grpo import LMGRPO
+def _build(exp: Experiment) -> tuple[Any, Any, tuple[int, int, int]]:
+    """(environment, learner, chunk schedule) of `exp`; the environment and the model are
+    checked before the learner is built (`LMGRPO` checks the budget and the tokenizer)."""
+    from coplay.experiment.runner import chunk_schedule
+    from coplay.lm.grpo import LMGRPO, check
     from coplay.lm.models import load_model
 
-    exp = Experiment.load(run_dir / "config.yaml")
     c, run = exp.algo_config, exp.run
     env = ENVS.make(exp.env, **exp.env_config)
-    _, per_chunk, chunks = _schedule(exp, env.spec)
-    learner = LMGRPO(c, env, load_model(c.model, seed=c.model_seed), run.seeds, run.seed, chunks * per_chunk)
-    state, meta, path = checkpoint.latest(run_dir / "checkpoints", learner.state(),
-                                          lambda m, f: check_checkpoint_config(m, exp, f))
+    check(c, env)
+    schedule = chunk_schedule(exp, env.spec)
+    learner = LMGRPO(c, env, load_model(c.model, seed=c.model_seed), run.seeds, run.seed, schedule[1] * schedule[2])
+    return env, learner, schedule
+
+
+def _load_newest(exp: Experiment, learner: Any, directory: Path) -> tuple[dict, Path]:
+    """Load the newest usable checkpoint of `exp`'s run into `learner`: (its meta, its path)."""
+    from coplay.experiment.runner import check_checkpoint_config
+
+    state, meta, path = checkpoint.latest(directory, learner.state(), lambda m, f: check_checkpoint_config(m, exp, f))
     learner.load_state(state)
+    return meta, path
+
+
+def _restore(run_dir: Path) -> tuple[Experiment, Any, Any, dict, Path]:
+    """(config, environment, learner with the newest adapters, checkpoint meta, its path)."""
+    exp = Experiment.load(run_dir / "config.yaml")
+    env, learner, _ = _build(exp)
+    meta, path = _load_newest(exp, learner, run_dir / "checkpoints")
     return exp, env, learner, meta, path
 
 

@@ -109,14 +109,11 @@ def plan(exp: Experiment) -> Plan:
         raise ConfigError(f"algo={exp.algo} trains a language model on the host: `coplay train` runs it, and "
                           f"`coplay eval` and `coplay tournament` take its runs; sweeps and datasets (`coplay "
                           f"sweep`, `coplay record`) do not")
-    per_update = exp.algo_config.update_steps(env.spec)
-    if run.total_steps < per_update:
+    try:
+        _, updates_per_chunk, num_chunks = chunk_schedule(exp, env.spec)
+    except ConfigError:
         env.close()
-        raise ConfigError(f"total_steps={run.total_steps} is smaller than one update "
-                          f"({per_update} environment steps per seed); raise total_steps")
-    # A chunk is never longer than the run: total_steps=512 trains 512 steps, not one default chunk of 50,000.
-    updates_per_chunk = max(1, min(run.chunk_steps, run.total_steps) // per_update)
-    num_chunks = max(1, math.ceil(run.total_steps / (updates_per_chunk * per_update)))
+        raise
     try:
         trainer = entry.factory(exp.algo_config, env, num_updates=updates_per_chunk * num_chunks)
         if trainer.preferences is None and run.reference_point is not None:
@@ -128,6 +125,19 @@ def plan(exp: Experiment) -> Plan:
         env.close()
         raise
     return Plan(exp, env, trainer, updates_per_chunk, num_chunks, reference)
+
+
+def chunk_schedule(exp: Experiment, spec: Any) -> tuple[int, int, int]:
+    """(steps per update, updates per chunk, chunks) of `exp` on an environment of `spec`;
+    refused where the run is shorter than one update."""
+    run = exp.run
+    per_update = exp.algo_config.update_steps(spec)
+    if run.total_steps < per_update:
+        raise ConfigError(f"total_steps={run.total_steps} is smaller than one update "
+                          f"({per_update} environment steps per seed); raise total_steps")
+    # A chunk is never longer than the run: total_steps=512 trains 512 steps, not one default chunk of 50,000.
+    updates_per_chunk = max(1, min(run.chunk_steps, run.total_steps) // per_update)
+    return per_update, updates_per_chunk, max(1, math.ceil(run.total_steps / (updates_per_chunk * per_update)))
 
 
 def seed_keys(exp: Experiment) -> jax.Array:
