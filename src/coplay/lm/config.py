@@ -8,10 +8,12 @@ from dataclasses import dataclass
 
 from coplay.algos.base import Capabilities, TrainerConfig
 from coplay.algos.common.group_advantages import ESTIMATORS
+from coplay.algos.grpo import TOKEN_NORMS
 from coplay.core.config import param
 from coplay.core.types import EnvSpec
-from coplay.lm.policy_names import ADAPTERS, DECODINGS, TOKEN_NORMS
+from coplay.lm.policy import DECODINGS
 
+ADAPTERS = ("shared", "per_role")
 CAPABILITIES = Capabilities(discrete_actions=False, utterances=True, turn_based=True)
 
 

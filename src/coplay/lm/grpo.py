@@ -210,7 +210,7 @@ class LMGRPO:
     def play(self, seed: int, number: int, episodes: int, group_size: int, purpose: int = 0) -> Played:
         """`episodes` episodes of self-play by seed `seed`'s adapters, groups of `group_size`
         from one reset key each; `(number, purpose)` picks the random streams."""
-        torch, env, c = self.torch, self.env, self.config
+        env, c = self.env, self.config
         self.seed = seed
         key, generator = self._keys(seed, number, purpose)
         k_reset, k_step = jax.random.split(key)
@@ -266,7 +266,6 @@ class LMGRPO:
             if "invalid_utterance" in ts.info:
                 invalid += (np.asarray(ts.info["invalid_utterance"]) & active).sum(-1)
             done |= np.asarray(ts.done)
-        del torch
         return Played(turns, reward, acted, views, invalid, group)
 
     def _reference_log_probs(self, turns: Turns, start: int) -> list[np.ndarray]:

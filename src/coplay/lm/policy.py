@@ -39,8 +39,8 @@ from coplay.envs.text.base import TextEnv
 from coplay.envs.text.vocab import END, PAD, UNK, VOCAB
 from coplay.lm import prompts
 from coplay.lm.models import LoadedModel
-from coplay.lm.policy_names import DECODINGS
 
+DECODINGS = ("free", "legal")
 _STRIP = "\"'`*[]()<>"
 
 
