@@ -59,7 +59,7 @@ def test_the_run_writes_each_weights_returns_the_fronts_quality_and_its_plots(sw
                   for i in range(WEIGHTS)]
         assert final["hypervolume"]["per_seed"][s] == pytest.approx(
             coplay.eval.multi_objective.hypervolume(points, [0, -10]))
-    assert summary["return_convention"].startswith("episode utility w . R")
+    assert summary["return_convention"].startswith("episode utility under each policy's own weight (w . R")
     for picture in ("front.png", "hypervolume.png", "curve.png", "objectives.png"):
         assert (sweep.run_dir / picture).stat().st_size > 0
 
@@ -68,11 +68,45 @@ def test_the_run_writes_each_weights_returns_the_fronts_quality_and_its_plots(sw
     (["algo.weights=8", "algo.show_weight=8"], "algo.show_weight=8 is out of range; it must be an index into the 8 "
                                                "weights, 0 to 7"),
     (["algo.weights=1"], "algo.weights=1 is out of range"),
+    (["algo.utopia=16:-1"], "algo.utopia=16:-1 is read only with algo.utility=chebyshev"),
+    (["algo.utility=chebyshev", "algo.utopia=16"], "algo.utopia=16 must be 2 finite numbers, one per objective: "
+                                                   "treasure, time"),
+    (["algo.utility=chebyshev", "algo.utopia=12:-1"], "algo.utopia=12:-1 is not a utopia point of 'treasure': its "
+                                                      "true front reaches [15.0, -2.0]"),
+    (["algo.utility=chebyshev", "algo.utopia=a:b"], "'a:b' is not a list of numbers"),
+    (["algo.utility=chebyshev", "algo.select=ols"], "with algo.utility=chebyshev use algo.select=even"),
+    (["algo.utility=chebyshev", "env=spread", "env.objectives=energy"],
+     "'spread' computes no true front to take it from: give algo.utopia=... (2 numbers"),
+    (["algo=pc_mappo", "algo.utility=chebyshev"], "algo.utility=chebyshev is the weight sweep's (algo=mo_ppo); "
+                                                  "algo=pc_mappo trains one policy"),
+    (["algo=pc_mappo", "algo.select=ols"], "algo.select=ols is the weight sweep's"),
 ])
 def test_bad_settings_are_refused_before_anything_compiles(overrides, words):
     with pytest.raises(ConfigError) as e:
-        plan(parse_overrides(["algo=mo_ppo", "env=treasure", *overrides]))
+        plan(parse_overrides(["algo=mo_ppo", "env=treasure", *overrides]))   # a later algo= or env= wins
     assert words in str(e.value)
+
+
+def test_chebyshev_utility_reaches_a_point_of_a_concave_front_that_no_linear_weight_prefers(tmp_path):
+    """On the concave salvage front (2, -2), (3, -3), (6, -5), (15, -7) no linear utility
+    prefers the two middle points (both lie below the line joining the ends), so a linear
+    sweep scores at most the ends' 55 of 65. Chebyshev's utility of the episode's return,
+    paid step by step, reaches (6, -5)."""
+    from coplay.algos.mo_ppo import chebyshev_point
+
+    utopia, scale = chebyshev_point(coplay.make("treasure", values="concave"), None)
+    np.testing.assert_allclose(utopia, [15.15, -1.92], rtol=1e-6)   # the front's best, plus 1% of its distance
+    np.testing.assert_allclose(scale, [15.15, 8.08], rtol=1e-6)     # from the reference point (0, -10)
+    run = coplay.train(["algo=mo_ppo", "env=treasure", "env.values=concave", "algo.utility=chebyshev",
+                        "algo.weights=5", "seeds=2", "total_steps=10240", "chunk_steps=10240", "algo.num_envs=8",
+                        "algo.rollout_len=16", "algo.ent_coef=0.05", "algo.greedy_eval=true", "eval_episodes=2",
+                        f"out_dir={tmp_path}", "progress=false", "tensorboard=false"])
+    front = run.summary["front"]
+    assert front["true_hypervolume"] == 65.0
+    for seed_front in front["per_seed"]:
+        assert [6.0, -5.0] in seed_front
+    assert np.all(np.array(run.summary["final"]["hypervolume"]["per_seed"]) >= 0.95 * 65.0)
+    assert run.summary["return_convention"].startswith("episode utility under each policy's own weight")
 
 
 def test_coplay_eval_scores_the_runs_front_against_its_reference_point(sweep):

@@ -186,12 +186,12 @@ class MAPPO(Trainer[Config]):
         return ppo.objective(self.dist, logits, values, mb, self.config, mb["active"], mb["active"])
 
     def update(self, state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
-        return self.learn(state, lambda reward: reward)
+        return self.learn(state, lambda traj: traj.reward)
 
-    def learn(self, state: TrainState, scalar_reward: Callable[[jax.Array], jax.Array],
+    def learn(self, state: TrainState, scalar_reward: Callable[[Transition], jax.Array],
               ) -> tuple[TrainState, dict[str, jax.Array]]:
         """`update`, with the rewards the advantages are computed from given by
-        `scalar_reward(reward)`, `[T, E, N(, K)] -> [T, E, N]` (the weight sweep,
+        `scalar_reward(traj)`, `[T, E, N]` from the rollout (the weight sweep,
         `coplay.algos.mo_ppo`, passes the utility of a vector reward under one weight)."""
         c = self.config
         key, k_roll, k_epochs = jax.random.split(state.key, 3)
@@ -201,7 +201,7 @@ class MAPPO(Trainer[Config]):
                                                c.rollout_len)
         _, last_value = apply_agents(self.critic, state.params["critic"], carry[1], self.critic_input(ts),
                                      ts.done, c.share_params)
-        adv, target = self.advantages(traj, scalar_reward(traj.reward), last_value)
+        adv, target = self.advantages(traj, scalar_reward(traj), last_value)
         batch = self._batch(traj, adv, target)
         split: ppo.SplitFn
         if c.recurrent:  # minibatches of whole environment sequences, each with its starting carries

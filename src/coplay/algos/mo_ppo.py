@@ -39,15 +39,24 @@ from coplay.algos import mappo
 from coplay.algos.base import Capabilities, Evaluator, Health, Policy, Trainer
 from coplay.algos.common import ols
 from coplay.algos.common.evaluation import make_evaluator
-from coplay.algos.common.preferences import check_show_weight, per_weight_results, read_front, spread_weights
-from coplay.core.config import param
+from coplay.algos.common.preferences import (
+    check_show_weight,
+    linear_utility,
+    per_weight_results,
+    read_front,
+    spread_weights,
+    true_front,
+)
+from coplay.algos.common.rollout import Transition
+from coplay.core.config import number_list, param, parse_numbers
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.types import TimeStep
-from coplay.wrappers import Objectives
+from coplay.wrappers import Accrued, Objectives, chebyshev
 
-UTILITY_RETURN = ("episode utility w . R under each policy's own weight, averaged over agents and weights "
-                  "(undiscounted)")
+UTILITY_RETURN = ("episode utility under each policy's own weight (w . R, or algo.utility=chebyshev's), averaged "
+                  "over agents and weights (undiscounted)")
+UTILITIES = ("linear", "chebyshev")
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,14 @@ class Config(mappo.Config):
                                 "after each evaluation, policies that add nothing to the front move to the corner "
                                 "weights where it can still improve most, by optimistic linear support)",
                         choices=("even", "ols"))
+    utility: str = param("linear", "what each policy maximises: linear (w . R, the return's weighted sum; it reaches "
+                                   "the front's convex hull only) or chebyshev (-max_k w_k |z_k - R_k| / (z_k - r_k) "
+                                   "of the episode's return R, utopia z, reference point r: every Pareto-optimal "
+                                   "point, concave parts included)", choices=UTILITIES)
+    utopia: str | None = param(None, "chebyshev's utopia point z, one number per objective (e.g. 16:-1), better "
+                                     "than every return; default: the environment's true front's best in each "
+                                     "objective, plus 1% of its distance from the reference point",
+                               rule=number_list)
     show_weight: int = param(0, "the weight (an index into the weights) whose policy `coplay eval` and `record` "
                                 "play", min=0, affects_results=False)
 
@@ -106,13 +123,36 @@ class MOPPO(Trainer[Config]):
 
     def __init__(self, config: Config, env: Env, num_updates: int):
         super().__init__(config, env, num_updates)          # refuses a scalar reward, naming who takes it
-        self.lane = Lane(config, Objectives(env), num_updates)
-        self.env = self.lane.env
-        self.preferences = spread_weights(env.spec.reward_dim, config.weights)     # [W, K] the starting weights
         self.objective_names = env.spec.objective_names
         if config.select == "ols" and env.spec.reward_dim != 2:
             raise ConfigError(f"algo.select=ols chooses weights for two objectives; {env.spec.name!r} has "
                               f"{env.spec.reward_dim} ({', '.join(self.objective_names)}): use algo.select=even")
+        if config.utility != "chebyshev" and config.utopia is not None:
+            raise ConfigError(f"algo.utopia={config.utopia} is read only with algo.utility=chebyshev")
+        self.chebyshev = None
+        if config.utility == "chebyshev":
+            if config.select == "ols":
+                raise ConfigError("algo.select=ols finds the corner weights of linear utilities; with "
+                                  "algo.utility=chebyshev use algo.select=even")
+            self.chebyshev = chebyshev_point(env, config.utopia)
+        self.lane = Lane(config, Accrued(Objectives(env)) if self.chebyshev else Objectives(env), num_updates)
+        self.env = self.lane.env
+        self.preferences = spread_weights(env.spec.reward_dim, config.weights)     # [W, K] the starting weights
+
+    def utility(self, vector_return: jax.Array, weights: jax.Array) -> jax.Array:
+        """`[..., K]` returns, `[..., K]` weights -> `[...]`: the utility each policy maximises."""
+        if self.chebyshev is None:
+            return linear_utility(vector_return, weights)
+        utopia, scale = self.chebyshev
+        return chebyshev(weights, utopia, vector_return, scale)
+
+    def lane_reward(self, traj: Transition, w: jax.Array) -> jax.Array:
+        """`[T, E, N]`: the rewards weight `w`'s policy learns from: w . r, or the change
+        each step makes to the Chebyshev utility of the episode's return."""
+        if self.chebyshev is None:
+            return traj.reward @ w
+        before = traj.info["accrued"]
+        return self.utility(before + traj.reward, w) - self.utility(before, w)
 
     def health(self) -> Health:
         return self.lane.health()
@@ -124,12 +164,13 @@ class MOPPO(Trainer[Config]):
 
     def update(self, state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
         def lane(lane_state: mappo.TrainState, w: jax.Array):
-            return self.lane.learn(lane_state, lambda reward: reward @ w)   # [T, E, N, K] -> [T, E, N]
+            return self.lane.learn(lane_state, lambda traj: self.lane_reward(traj, w))
 
         lanes, metrics = jax.vmap(lane)(state.lanes, state.weights)      # each metric [W]
-        utility = sum(state.weights[:, k] * metrics[f"objective/{name}"] for k, name in enumerate(self.objective_names))
+        mean_return = jnp.stack([metrics[f"objective/{name}"] for name in self.objective_names], -1)   # [W, K]
         metrics = {k: jnp.nanmean(v) for k, v in metrics.items() if k != "return_sum"}
-        metrics["return"] = jnp.nanmean(utility)   # not the mean of the objectives that MAPPO's return would be
+        # each policy's utility of its mean return: not the mean of the objectives that MAPPO's return would be
+        metrics["return"] = jnp.nanmean(self.utility(mean_return, state.weights))
         return TrainState(lanes=lanes, weights=state.weights), metrics
 
     # ----- acting and evaluation ---------------------------------------------------------------
@@ -177,7 +218,7 @@ class MOPPO(Trainer[Config]):
         def evaluate(params: Any, key: jax.Array) -> dict[str, jax.Array]:
             # a key per weight: a host-stepped environment's episodes cannot be shared by the weights
             out = jax.vmap(play)(params["lanes"], jax.random.split(key, count))   # each [W, episodes]
-            return per_weight_results(out, params["weights"], self.objective_names)
+            return per_weight_results(out, params["weights"], self.objective_names, self.utility)
 
         return evaluate
 
@@ -185,3 +226,35 @@ class MOPPO(Trainer[Config]):
         """`[S, W, K]`: each seed's mean vector return of every weight's policy."""
         return read_front(results, self.config.weights, self.objective_names)
 
+
+
+def chebyshev_point(env: Env, utopia: str | None) -> tuple[jax.Array, jax.Array]:
+    """Chebyshev's utopia point z `[K]` (given, or just beyond the best of each objective
+    on the environment's true front) and each objective's scale z - r `[K]` (r the
+    environment's reference point; 1 where it names none); refused before anything
+    compiles where there is no utopia point to take, or it is not better than the front."""
+    names, k = env.spec.objective_names, env.spec.reward_dim
+    given = getattr(getattr(env, "unwrapped", env), "reference_point", None)
+    reference = None if given is None else np.asarray(given, np.float64)
+    truth = true_front(env)
+    if utopia is None:
+        if truth is None or reference is None:
+            raise ConfigError(f"algo.utility=chebyshev needs a utopia point, and {env.spec.name!r} computes no true "
+                              f"front to take it from: give algo.utopia=... ({k} numbers separated by ':', one per "
+                              f"objective: {', '.join(names)}), better than every episode return")
+        best = truth.max(0)
+        z = best + 0.01 * (best - reference)
+    else:
+        z = np.asarray(parse_numbers(utopia), np.float64)
+        if z.shape != (k,) or not np.all(np.isfinite(z)):
+            raise ConfigError(f"algo.utopia={utopia} must be {k} finite numbers, one per objective: {', '.join(names)}")
+        if truth is not None and np.any(truth.max(0) > z):
+            raise ConfigError(f"algo.utopia={utopia} is not a utopia point of {env.spec.name!r}: its true front "
+                              f"reaches {truth.max(0).tolist()} in ({', '.join(names)}); give one at least that good "
+                              "in every objective")
+    scale = np.ones(k) if reference is None else z - reference
+    if np.any(scale <= 0):
+        raise ConfigError(f"chebyshev's utopia point {z.tolist()} must be better than the reference point "
+                          f"{reference.tolist() if reference is not None else None} of {env.spec.name!r} in every "
+                          f"objective ({', '.join(names)})")
+    return jnp.asarray(z, jnp.float32), jnp.asarray(scale, jnp.float32)

@@ -144,3 +144,23 @@ def describe(cfg_cls: type, prefix: str = "") -> list[tuple[str, Any, str]]:
             extra = f" [{'|'.join(map(str, meta['choices']))}]"
         out.append((f"{prefix}{f.name}", f.default, meta.get("help", "") + extra))
     return out
+
+
+def parse_numbers(value: str) -> tuple[float, ...]:
+    """`"0.7:0.3"` (or `"0.7,0.3"`) -> (0.7, 0.3); ConfigError naming the value otherwise."""
+    parts = [p for p in str(value).replace(",", ":").split(":")]
+    try:
+        out = tuple(float(p) for p in parts)
+    except ValueError:
+        raise ConfigError(f"{value!r} is not a list of numbers; write one number per objective, separated by "
+                          "':' (e.g. 0.7:0.3)") from None
+    return out
+
+
+def number_list(value: str) -> str | None:
+    """What is wrong with `value` as numbers separated by ':' (None: nothing)."""
+    try:
+        parse_numbers(value)
+    except ConfigError as e:
+        return str(e)
+    return None

@@ -25,6 +25,7 @@ from coplay.core.config import (
     describe,
     fields,
     free_fields,
+    number_list,
     param,
     set_field,
 )
@@ -48,26 +49,6 @@ def directory_path(value: str) -> str | None:
         return "name a directory (e.g. out_dir=runs, or out_dir=. for this one)"
     if "\0" in value:
         return "a path cannot hold a NUL character"
-    return None
-
-
-def numbers(value: str) -> tuple[float, ...]:
-    """`"0.7:0.3"` (or `"0.7,0.3"`) -> (0.7, 0.3); ConfigError naming the value otherwise."""
-    parts = [p for p in str(value).replace(",", ":").split(":")]
-    try:
-        out = tuple(float(p) for p in parts)
-    except ValueError:
-        raise ConfigError(f"{value!r} is not a list of numbers; write one number per objective, separated by "
-                          "':' (e.g. 0.7:0.3)") from None
-    return out
-
-
-def number_list(value: str) -> str | None:
-    """What is wrong with `value` as numbers separated by ':' (None: nothing)."""
-    try:
-        numbers(value)
-    except ConfigError as e:
-        return str(e)
     return None
 
 

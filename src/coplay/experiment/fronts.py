@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from coplay.algos.common.preferences import grid_sizes, simplex_weights
+from coplay.algos.common.preferences import grid_sizes, simplex_weights, true_front
 from coplay.core.env import Env
-from coplay.core.errors import ConfigError, CoplayError
+from coplay.core.errors import ConfigError
 from coplay.eval.multi_objective import expected_utility, hypervolume, pareto_front
 
 # The expected utility averages over at least this many weights, evenly spread.
@@ -57,17 +57,6 @@ def reference_point(env: Env, given: tuple[float, ...] | None = None) -> np.ndar
                           "add nothing to the hypervolume; give a reference point at or below "
                           f"{truth.min(0).tolist()} in every objective")
     return ref
-
-
-def true_front(env: Env) -> np.ndarray | None:
-    """`[F, K]`: the environment's true Pareto front, where it computes one."""
-    compute = getattr(getattr(env, "unwrapped", env), "true_front", None)
-    if compute is None:
-        return None
-    try:
-        return np.asarray(compute(), np.float64)
-    except CoplayError:       # an environment that computes it for some of its variants only
-        return None
 
 
 def utility_weights(k: int) -> np.ndarray:

@@ -31,6 +31,7 @@ from coplay.algos import get_algo
 from coplay.algos.base import Trainer, check_env_support
 from coplay.algos.common.evaluation import make_evaluator
 from coplay.core.compile import jit, jit_once
+from coplay.core.config import parse_numbers
 from coplay.core.env import Env
 from coplay.core.errors import (
     CheckpointConfigError,
@@ -43,7 +44,7 @@ from coplay.core.errors import (
 )
 from coplay.core.registry import ENVS
 from coplay.experiment import checkpoint, fronts, warm_start
-from coplay.experiment.config import Experiment, numbers, parse_overrides, result_dict, resume_differences
+from coplay.experiment.config import Experiment, parse_overrides, result_dict, resume_differences
 from coplay.experiment.health import HealthWatch
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
 from coplay.lm import LM_KIND
@@ -96,8 +97,8 @@ def plan(exp: Experiment) -> Plan:
     env = ENVS.make(exp.env, **exp.env_config)
     if run.scalarise is not None and run.preference:
         try:
-            env = Scalarise(env, numbers(run.preference), method=run.scalarise,
-                            utopia=None if run.utopia is None else numbers(run.utopia))
+            env = Scalarise(env, parse_numbers(run.preference), method=run.scalarise,
+                            utopia=None if run.utopia is None else parse_numbers(run.utopia))
         except ConfigError as e:
             env.close()
             raise ConfigError(f"scalarise={run.scalarise} preference={run.preference}"
@@ -120,7 +121,7 @@ def plan(exp: Experiment) -> Plan:
             raise ConfigError(f"reference_point={run.reference_point} is read only by the trainers of several "
                               "objectives, which score fronts (mo_ppo)")
         reference = None if trainer.preferences is None else fronts.reference_point(
-            env, None if run.reference_point is None else numbers(run.reference_point))   # refused now if none
+            env, None if run.reference_point is None else parse_numbers(run.reference_point))   # refused now if none
     except BaseException:
         env.close()
         raise

@@ -44,10 +44,43 @@ METHODS = ("linear", "chebyshev")
 @struct.dataclass
 class ScalariseState:
     env_state: Any
-    vector_return: jax.Array   # [N, K] the episode's vector return so far (chebyshev)
+    vector_return: jax.Array   # [N, K] the episode's vector return so far
 
 
-class Scalarise(Wrapper):
+def chebyshev(weights: jax.Array, utopia: jax.Array, vector_return: jax.Array,
+              scale: jax.Array | float = 1.0) -> jax.Array:
+    """Tchebycheff utility `[..., K] -> [...]`: u(v) = -max_k w_k |z_k - v_k| / s_k, for
+    weights w, utopia point z and a per-objective scale s (Miettinen, 1999). Every
+    Pareto-optimal return is the maximum of u for some weight when z is strictly better
+    than every return, concave parts of the front included, which no linear weight
+    reaches."""
+    return -jnp.max(weights * jnp.abs(utopia - vector_return) / scale, axis=-1)
+
+
+class Accrued(Wrapper):
+    """The episode's vector return before each step, `info["accrued"]` (`[N, K]`), so that
+    a utility of the episode's return that is not a sum over steps can be paid step by
+    step: r_t = u(accrued + r_t^vec) - u(accrued) sums over an episode to u(R) - u(0)."""
+
+    def _reset(self, key: jax.Array) -> tuple[ScalariseState, TimeStep]:
+        env_state, ts = self.env.reset(key)
+        zero = jnp.zeros(ts.reward.shape, jnp.float32)
+        return ScalariseState(env_state, zero), self._accrued(ts, zero)
+
+    def _step(self, state: ScalariseState, actions: jax.Array, key: jax.Array) -> tuple[ScalariseState, TimeStep]:
+        env_state, ts = self.env.step(state.env_state, actions, key)
+        so_far = state.vector_return + ts.reward.astype(jnp.float32)
+        # The return restarts with the episode (also where the environment resets itself).
+        return ScalariseState(env_state, so_far * jnp.logical_not(ts.done)), self._accrued(ts, state.vector_return)
+
+    def _accrued(self, ts: TimeStep, before: jax.Array) -> TimeStep:
+        return ts.replace(info={**ts.info, "accrued": before})  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
+
+    def base_state(self, state: ScalariseState) -> Any:
+        return self.env.base_state(state.env_state)
+
+
+class Scalarise(Accrued):
     def __init__(self, env: Env, weights: Any, method: str = "linear", utopia: Any = None):
         super().__init__(env)
         spec = env.spec
@@ -82,28 +115,14 @@ class Scalarise(Wrapper):
         """`[N, K] -> [N]`: each agent's utility of a vector return."""
         if self.method == "linear":
             return jnp.sum(self.weights * vector_return, axis=-1)
-        return -jnp.max(self.weights * jnp.abs(self.utopia - vector_return), axis=-1)
+        return chebyshev(self.weights, self.utopia, vector_return)
 
-    def _reset(self, key: jax.Array) -> tuple[ScalariseState, TimeStep]:
-        env_state, ts = self.env.reset(key)
-        zero = jnp.zeros_like(ts.reward, jnp.float32)
-        return ScalariseState(env_state, zero), self._scalar(ts, jnp.zeros(ts.reward.shape[0], jnp.float32))
-
-    def _step(self, state: ScalariseState, actions: jax.Array, key: jax.Array) -> tuple[ScalariseState, TimeStep]:
-        env_state, ts = self.env.step(state.env_state, actions, key)
+    def _accrued(self, ts: TimeStep, before: jax.Array) -> TimeStep:
         vector = ts.reward.astype(jnp.float32)
-        so_far = state.vector_return + vector
         reward = self.utility(vector) if self.method == "linear" else \
-            self.utility(so_far) - self.utility(state.vector_return)
-        # The return restarts with the episode (also where the environment resets itself).
-        return ScalariseState(env_state, so_far * jnp.logical_not(ts.done)), self._scalar(ts, reward)
-
-    def _scalar(self, ts: TimeStep, reward: jax.Array) -> TimeStep:
+            self.utility(before + vector) - self.utility(before)
         info = {**ts.info, **objective_info(self.env.spec, ts.reward)}
         return ts.replace(reward=reward, info=info)  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
-
-    def base_state(self, state: ScalariseState) -> Any:
-        return self.env.base_state(state.env_state)
 
 
 def objective_info(spec: EnvSpec, reward: jax.Array) -> dict[str, jax.Array]:

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.core.errors import ConfigError
+from coplay.core.env import Env
+from coplay.core.errors import ConfigError, CoplayError
 
 
 def simplex_weights(k: int, divisions: int) -> np.ndarray:
@@ -64,16 +65,24 @@ def front_key(weight: int, objective: str) -> str:
     return f"w{weight:02d}/objective/{objective}"
 
 
-def per_weight_results(out: dict[str, jax.Array], weights: jax.Array, names: tuple[str, ...]) -> dict[str, jax.Array]:
+def linear_utility(vector_return: jax.Array, weights: jax.Array) -> jax.Array:
+    """`[..., K]`, `[..., K]` -> `[...]`: w . R."""
+    return jnp.sum(weights * vector_return, axis=-1)
+
+
+def per_weight_results(out: dict[str, jax.Array], weights: jax.Array, names: tuple[str, ...],
+                       utility: Callable[[jax.Array, jax.Array], jax.Array] = linear_utility,
+                       ) -> dict[str, jax.Array]:
     """An evaluation's entries from the episodes played for each weight (`out`, each
     `[W, episodes]`): each weight's return in each objective (`front_key`), `return`
-    (each weight's utility under that weight, averaged over the weights), and the
-    other entries averaged over the weights (`finished`: the least)."""
+    (each episode's `utility` of its vector return under its policy's weight,
+    averaged over the weights), and the other entries averaged over the weights
+    (`finished`: the least)."""
     out = dict(out)
     vectors = jnp.stack([out.pop(f"objective/{n}") for n in names], -1)   # [W, episodes, K]
     results = {front_key(i, n): vectors[i, :, k] for i in range(weights.shape[0]) for k, n in enumerate(names)}
     out.pop("return")
-    results["return"] = jnp.einsum("wek,wk->we", vectors, weights).mean(0)
+    results["return"] = utility(vectors, weights[:, None, :]).mean(0)
     results.update({k: v.mean(0) if k != "finished" else v.min(0) for k, v in out.items()})
     return results
 
@@ -82,3 +91,14 @@ def read_front(results: Mapping[str, np.ndarray], weights: int, names: tuple[str
     """`[S, W, K]`: each seed's mean vector return for every weight, from `per_weight_results`."""
     return np.stack([np.stack([np.asarray(results[front_key(i, n)]).mean(-1) for n in names], -1)
                      for i in range(weights)], axis=1)
+
+
+def true_front(env: Env) -> np.ndarray | None:
+    """`[F, K]`: the environment's true Pareto front, where it computes one."""
+    compute = getattr(getattr(env, "unwrapped", env), "true_front", None)
+    if compute is None:
+        return None
+    try:
+        return np.asarray(compute(), np.float64)
+    except CoplayError:       # an environment that computes it for some of its variants only
+        return None
