@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 import coplay
+from coplay.algos.common.group_advantages import view_keys
 from coplay.algos.common.matches import bare_env, make_match, random_policy
-from coplay.algos.grpo import GRPO, Config, view_keys
+from coplay.algos.common.token_loss import aggregate_tokens
+from coplay.algos.grpo import GRPO, Config
 from coplay.cli.main import main
 from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError
@@ -195,11 +197,10 @@ def test_equal_views_get_equal_state_keys():
     ("constant", (1.0 + 6.0) / (2 * 3)),    # token sums / max_tokens, mean over utterances
 ])
 def test_token_normalisations(norm, expected):
-    trainer = GRPO(Config(token_norm=norm), TextTreeGame("kuhn_poker", max_tokens=3), num_updates=1)
     x = jnp.array([[1.0, 9.0, 9.0], [2.0, 2.0, 2.0], [5.0, 5.0, 5.0]])
     tokens = jnp.array([[True, False, False], [True, True, True], [False, False, False]])
     weight = jnp.array([1.0, 1.0, 0.0])
-    assert float(trainer._aggregate(x, tokens, weight)) == pytest.approx(expected)
+    assert float(aggregate_tokens(x, tokens, weight, norm, max_tokens=3)) == pytest.approx(expected)
 
 
 @pytest.mark.slow

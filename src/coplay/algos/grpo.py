@@ -28,12 +28,8 @@ per-token ratio r_t = pi(y_t | view, y_<t) / pi_old(y_t | view, y_<t):
     l_t = -min(r_t A, clip(r_t, 1 - eps, 1 + eps) A)
           - ent_coef H_t + kl_coef (exp(q_t) - q_t - 1),   q_t = log pi_ref(y_t) - log pi(y_t)
 
-averaged over tokens as `token_norm` says (verl's `loss_agg_mode`):
-
-    sequence   mean over each utterance's tokens, then over utterances (GRPO: seq-mean-token-mean)
-    token      mean over every token of the minibatch (DAPO: token-mean)
-    constant   sum over each utterance's tokens / max_tokens, mean over utterances
-               (Dr. GRPO: seq-mean-token-sum-norm, no length bias)
+averaged over tokens as `token_norm` says (sequence, token or constant: GRPO's,
+DAPO's and Dr. GRPO's aggregations, `coplay.algos.common.token_loss`).
 
 Decoding (`decoding`). By default the policy may write any tokens of its
 alphabet, and an utterance that names no legal move has the environment's
@@ -69,16 +65,17 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
 from coplay.algos.base import Capabilities, Evaluator, Health, Policy, RolloutConfig, Trainer
 from coplay.algos.common import opponent_pool, ppo
 from coplay.algos.common.bots import BOTS, make_bot
 from coplay.algos.common.evaluation import make_evaluator
-from coplay.algos.common.group_advantages import ESTIMATORS, Episodes, estimator
+from coplay.algos.common.group_advantages import ESTIMATORS, Episodes, estimator, view_keys
 from coplay.algos.common.matches import outcomes
+from coplay.algos.common.repetition import agent_set, repeat_share
 from coplay.algos.common.rollout import play_until_done
+from coplay.algos.common.token_loss import TOKEN_NORMS, aggregate_tokens, k3_kl, token_mean
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
@@ -91,7 +88,6 @@ from coplay.wrappers import EpisodeStats
 
 POOL_OPPONENTS = ("latest", "uniform", "pfsp")
 OPPONENTS = ("self", *POOL_OPPONENTS, *BOTS)
-TOKEN_NORMS = ("sequence", "token", "constant")
 ALPHABETS = ("speech", "all")
 DECODINGS = ("free", "moves", "legal")
 
@@ -177,33 +173,11 @@ class TrainState:
     updates: jax.Array
 
 
-def view_keys(views: jax.Array) -> jax.Array:
-    """`[..., L]` token ids -> `[...]` int32 keys, equal for equal views (a polynomial
-    hash modulo 2^32: distinct views of one batch collide with negligible chance)."""
-    powers = jnp.asarray(np.cumprod(np.full(views.shape[-1], 1_000_003, np.uint64)) % (1 << 32), jnp.uint32)
-    key = jnp.sum(views.astype(jnp.uint32) * powers, axis=-1, dtype=jnp.uint32)
-    return jax.lax.bitcast_convert_type(key, jnp.int32)
-
-
 def _over(result: dict[str, jax.Array], games: jax.Array, prefix: str) -> dict[str, jax.Array]:
     """The learner's mean return, win, draw and loss over the episodes where `games` [E]
     (0 where there are none)."""
     n = jnp.maximum(jnp.sum(games), 1)
     return {prefix + k: jnp.sum(jnp.where(games, result[k], 0.0)) / n for k in ("return", "win", "draw", "loss")}
-
-
-def _agent_set(agents: str, n: int, env_name: str) -> tuple[int, ...]:
-    """`repeat_agents` ("all" or comma-separated indices) as a tuple of indices."""
-    if str(agents).strip() == "all":
-        return tuple(range(n))
-    try:
-        chosen = tuple(int(a) for a in str(agents).replace(" ", "").split(","))
-    except ValueError:
-        chosen = ()
-    if not chosen or any(not 0 <= a < n for a in chosen):
-        raise ConfigError(f"algo.repeat_agents={agents!r}: give 'all' or agent indices 0..{n - 1} of {env_name!r}, "
-                          f"comma-separated (e.g. algo.repeat_agents=0)")
-    return chosen
 
 
 def _row(x: jax.Array, agents: jax.Array) -> jax.Array:
@@ -230,7 +204,7 @@ class GRPO(Trainer[Config]):
                               f"of one update), e.g. num_envs={c.group_size * max(1, c.num_envs // c.group_size)}")
         if c.width % c.heads:
             raise ConfigError(f"algo.heads={c.heads} must divide algo.width={c.width}")
-        self.repeat_agents = _agent_set(c.repeat_agents, n, spec.name)
+        self.repeat_agents = agent_set(c.repeat_agents, n, spec.name)
         if c.reference_every and not c.kl_coef:
             raise ConfigError(f"algo.reference_every={c.reference_every} refreshes the reference policy of the KL "
                               f"term, and algo.kl_coef=0 has none; set algo.kl_coef > 0 or algo.reference_every=0")
@@ -513,29 +487,8 @@ class GRPO(Trainer[Config]):
     def _repeats(self, buf: dict) -> jax.Array:
         """[H, E, N]: at each learner turn of an agent in `repeat_agents`, the share of that
         agent's learner utterances in the update that are the same as the one said there."""
-        n = self.num_agents
-        said = buf["learner"] & jnp.isin(buf["agent"], jnp.asarray(self.repeat_agents))       # [H, E, K]
-        key = view_keys(buf["tokens"]).reshape(-1)
-        agent, said_flat = buf["agent"].reshape(-1), said.reshape(-1)
-        same = (key[:, None] == key[None, :]) & (agent[:, None] == agent[None, :]) & said_flat[None, :]
-        per_agent = jnp.sum(jax.nn.one_hot(agent, n) * said_flat[:, None], axis=0)            # [N]
-        share = jnp.sum(same, axis=1) / jnp.maximum(per_agent[agent], 1.0)
-        share = jnp.where(said_flat, share, 0.0).reshape(said.shape)                           # [H, E, K]
-        h, e, _ = said.shape
-        return jnp.zeros((h, e, n)).at[jnp.arange(h)[:, None, None], jnp.arange(e)[None, :, None],
-                                       buf["agent"]].add(share)
-
-    def _aggregate(self, x: jax.Array, tokens: jax.Array, weight: jax.Array) -> jax.Array:
-        """Token terms x [B, T] averaged as `token_norm` says over the weighted utterances."""
-        tok = tokens.astype(x.dtype)
-        per_seq = jnp.sum(x * tok, axis=-1)
-        utterances = jnp.maximum(jnp.sum(weight), 1.0)
-        norm = self.config.token_norm
-        if norm == "sequence":
-            return jnp.sum(per_seq / jnp.maximum(jnp.sum(tok, axis=-1), 1.0)) / utterances
-        if norm == "token":
-            return jnp.sum(per_seq) / jnp.maximum(jnp.sum(tok), 1.0)
-        return jnp.sum(per_seq) / (utterances * self.max_tokens)
+        said = buf["learner"] & jnp.isin(buf["agent"], jnp.asarray(self.repeat_agents))
+        return repeat_share(buf["tokens"], buf["agent"], said, self.num_agents)
 
     def _loss(self, params: Any, mb: dict) -> tuple[jax.Array, dict[str, jax.Array]]:
         c = self.config
@@ -543,17 +496,15 @@ class GRPO(Trainer[Config]):
         weight = mb["learner"].astype(jnp.float32)
         tokens = spoken(mb["tokens"]) & mb["learner"][:, None]
         pg, ratio, log_ratio = ppo.clip_terms(logp, mb["logp"], mb["adv"][:, None], c.clip_eps)
-        mean = lambda x: self._aggregate(x, tokens, weight)  # noqa: E731
-        token_mean = lambda x: jnp.sum(x * tokens) / jnp.maximum(jnp.sum(tokens), 1.0)  # noqa: E731
+        mean = lambda x: aggregate_tokens(x, tokens, weight, c.token_norm, self.max_tokens)  # noqa: E731
         loss = mean(pg) - c.ent_coef * mean(entropy)
-        stats = {"loss/policy": mean(pg), "loss/entropy": token_mean(entropy),
-                 "loss/approx_kl": token_mean((ratio - 1.0) - log_ratio),
-                 "loss/clip_frac": token_mean((jnp.abs(ratio - 1.0) > c.clip_eps).astype(jnp.float32))}
+        stats = {"loss/policy": mean(pg), "loss/entropy": token_mean(entropy, tokens),
+                 "loss/approx_kl": token_mean((ratio - 1.0) - log_ratio, tokens),
+                 "loss/clip_frac": token_mean((jnp.abs(ratio - 1.0) > c.clip_eps).astype(jnp.float32), tokens)}
         if c.kl_coef > 0:
-            q = mb["ref_logp"] - logp
-            kl = jnp.exp(q) - q - 1.0
+            kl = k3_kl(mb["ref_logp"], logp)
             loss = loss + c.kl_coef * mean(kl)
-            stats["loss/kl_ref"] = token_mean(kl)
+            stats["loss/kl_ref"] = token_mean(kl, tokens)
         return loss, stats
 
     def update(self, state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:

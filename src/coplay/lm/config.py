@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from coplay.algos.base import Capabilities, TrainerConfig
 from coplay.algos.common.group_advantages import ESTIMATORS
-from coplay.algos.grpo import TOKEN_NORMS
+from coplay.algos.common.token_loss import TOKEN_NORMS
 from coplay.core.config import param
 from coplay.core.types import EnvSpec
 from coplay.lm.policy import DECODINGS

@@ -49,8 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.algos.base import check_env_support
-from coplay.algos.common.group_advantages import ESTIMATORS, Episodes, estimator
-from coplay.algos.grpo import view_keys
+from coplay.algos.common.group_advantages import ESTIMATORS, Episodes, estimator, view_keys
 from coplay.core.errors import ConfigError
 from coplay.envs.text.base import TextEnv
 from coplay.envs.text.vocab import VOCAB

@@ -67,6 +67,16 @@ class Episodes(NamedTuple):
         return jnp.broadcast_to(jnp.arange(n), (e, n))
 
 
+def view_keys(views: jax.Array) -> jax.Array:
+    """`[..., L]` token ids -> `[...]` int32 keys, equal for equal views: the state keys
+    of GiGPO's anchor-state groups where an environment's views are its states (a
+    polynomial hash modulo 2^32: distinct views of one batch collide with negligible
+    chance)."""
+    powers = jnp.asarray(np.cumprod(np.full(views.shape[-1], 1_000_003, np.uint64)) % (1 << 32), jnp.uint32)
+    key = jnp.sum(views.astype(jnp.uint32) * powers, axis=-1, dtype=jnp.uint32)
+    return jax.lax.bitcast_convert_type(key, jnp.int32)
+
+
 # --- grouping and statistics ----------------------------------------------------------
 
 
