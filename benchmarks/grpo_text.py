@@ -36,6 +36,7 @@ from train_throughput import machine  # noqa: E402
 
 import coplay  # noqa: E402
 from coplay.algos.grpo import GRPO, Config  # noqa: E402
+from coplay.envs.trees.values import TreeArrays, counterfactual_values, exploitability  # noqa: E402
 from coplay.eval.text_policies import score_text_policy  # noqa: E402
 
 # name -> (environment, config fields; `updates`: the updates the run plans, for anneal_lr)
@@ -48,10 +49,34 @@ CONFIGS = {
     "over 4000 updates, 1 layer of width 32": ("text:kuhn_poker", {**RNAD, "updates": 4000}),
     "leduc, defaults (grpo)": ("text:leduc_holdem", {}),
     "leduc, the same as kuhn's third, lr annealed over 3000 updates": ("text:leduc_holdem", {**RNAD, "updates": 3000}),
+    "leduc, the same as kuhn's third, lr annealed over 6000 updates": ("text:leduc_holdem", {**RNAD, "updates": 6000}),
 }
 
 
-def curve(env_name: str, fields: dict, budget: float, every: int, seed: int = 0) -> dict:
+def averager(env):
+    """The time-averaged policy of a run, the one fictitious play and NFSP report: every
+    checkpoint's strategy `[I, A]` enters each information set weighted by the player's own
+    probability of reaching it (Kuhn's theorem makes that the behaviour policy of playing a
+    checkpoint drawn at the start of the episode), with weight 1 (`uniform`) or its
+    checkpoint's number (`linear`). Returns `add(sums, strategy, n) -> (sums, scores)`."""
+    t = TreeArrays.from_tree(env.game.tree)
+
+    def add(sums, strategy, n):
+        reach = counterfactual_values(t, strategy, 0)[1] + counterfactual_values(t, strategy, 1)[1]   # [I]
+        sums = {"uniform": sums["uniform"] + reach[:, None] * strategy,
+                "linear": sums["linear"] + n * reach[:, None] * strategy}
+        scores = {}
+        for name, total in sums.items():
+            mass = jnp.sum(total, axis=1, keepdims=True)
+            uniform = t.legal / jnp.sum(t.legal, axis=1, keepdims=True)
+            scores[name] = exploitability(t, jnp.where(mass > 0, total / jnp.maximum(mass, 1e-30), uniform))
+        return sums, scores
+
+    zeros = jnp.zeros(t.legal.shape, jnp.float32)
+    return {"uniform": zeros, "linear": zeros}, jax.jit(add)
+
+
+def curve(env_name: str, fields: dict, budget: float, every: int, seed: int = 0, verbose: bool = False) -> dict:
     """`fields` are Config fields, and `updates`, where given: the updates the run plans
     (the learning rate anneals over them with anneal_lr; the curve stops there or at the budget)."""
     env = coplay.make(env_name)
@@ -66,16 +91,22 @@ def curve(env_name: str, fields: dict, budget: float, every: int, seed: int = 0)
     state = trainer.init(jax.random.PRNGKey(seed))
     points, updates = [], 0
     start = float(score(state.params).exploitability)
+    sums, add = averager(env)
     while time.perf_counter() - t0 < budget and updates + every <= planned:
         state, metrics = chunk(state)
         jax.block_until_ready(state)
         seconds = time.perf_counter() - t0
         updates += every
         s = score(state.params)
+        sums, average = add(sums, s.strategy, updates // every)
         points.append({"seconds": round(seconds, 1), "updates": updates,
                        "episodes": updates * config.num_envs,
                        "exploitability": round(float(s.exploitability), 4),
+                       "average_uniform": round(float(average["uniform"]), 4),
+                       "average_linear": round(float(average["linear"]), 4),
                        "invalid": round(float(metrics["invalid"][-1]), 4)})
+        if verbose:
+            print(points[-1], flush=True)
     best = min(points, key=lambda p: p["exploitability"])
     below = next((p for p in points if p["exploitability"] < 0.05), None)
     last = sorted(p["exploitability"] for p in points[-max(1, len(points) // 3):])
@@ -181,6 +212,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="20 s per curve, nothing written to BENCHMARKS.md")
     parser.add_argument("--only", help="run only the configuration whose name starts with this, over --seeds")
     parser.add_argument("--seeds", type=int, default=1, help="with --only: seeds 0..N-1")
+    parser.add_argument("--section", default="grpo_text_seeds",
+                        help="with --only: the BENCHMARKS.md section and results file to write")
     args = parser.parse_args()
     budget = 20.0 if args.quick else args.budget
     if args.only is not None:
@@ -190,13 +223,13 @@ def main() -> None:
         env_name, fields = CONFIGS[names[0]]
         runs = []
         for seed in range(args.seeds):
-            runs.append(r := curve(env_name, fields, budget, args.every, seed=seed))
+            runs.append(r := curve(env_name, fields, budget, args.every, seed=seed, verbose=True))
             print(f"seed {seed}: start {r['start']}, best {r['best']}, final {r['final']}", flush=True)
         if not args.quick:
             info = machine()
-            out = ROOT / "benchmarks" / "results" / "grpo_text_seeds.json"
+            out = ROOT / "benchmarks" / "results" / f"{args.section}.json"
             out.write_text(json.dumps({"machine": info, "budget_s": budget, "name": names[0], "runs": runs}, indent=2))
-            write_section("grpo_text_seeds", seeds_table(names[0], runs, info, budget))
+            write_section(args.section, seeds_table(names[0], runs, info, budget))
         return
     results: dict = {"curves": {}, "throughput": []}
     for name, (env_name, fields) in CONFIGS.items():

@@ -19,7 +19,9 @@ and BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
+import dataclasses
 import json
 import sys
 import tempfile
@@ -56,10 +58,20 @@ def train(updates: int, opponent: str, settings: list[str], out: Path):
     return result.run_dir, seconds, curve
 
 
-def against_bots(run_dir: Path, games: int) -> dict:
+GREEDY = 1e-3   # the temperature of greedy play: the most probable utterance, up to ties
+
+
+def against_bots(run_dir: Path, games: int, temperature: float | None = None) -> dict:
+    """The run's text policy against random and perfect play, sampled as in training
+    (`temperature` None) or at `temperature` (GREEDY: its most probable move)."""
     run = load_run(str(run_dir))
-    text = bare_env(run.policy.env)
-    me = speaker(text, run.policy)                                  # type: ignore[arg-type]
+    trainer = run.plan.trainer
+    if temperature is not None:
+        trainer = copy.copy(trainer)
+        trainer.config = dataclasses.replace(trainer.config, temperature=temperature)
+    policy = trainer.policy()
+    text = bare_env(policy.env)
+    me = speaker(text, policy)                                      # type: ignore[arg-type]
     params = jax.tree.map(lambda x: x[0], run.params)
     game = text.game                                                # type: ignore[attr-defined]
     out = {}
@@ -103,11 +115,15 @@ def table(r: dict, info: str) -> str:
         "| opponent | moved first: win / draw / loss | moved second: win / draw / loss | illegal |",
         "|---|---|---|---|",
     ]
-    for name, v in r["bots"].items():
-        f, s = v["first"], v["second"]
-        lines.append(f"| {name} | {f['win']:.3f} / {f['draw']:.3f} / {f['loss']:.3f} (n={v['first_games']}) | "
-                     f"{s['win']:.3f} / {s['draw']:.3f} / {s['loss']:.3f} (n={v['second_games']}) | "
-                     f"{v['illegal']:.3f} |")
+    plays = [("", r["bots"])] + ([(" (greedy)", r["bots_greedy"])] if "bots_greedy" in r else [])
+    for how_played, bots in plays:
+        for name, v in bots.items():
+            f, s = v["first"], v["second"]
+            lines.append(f"| {name}{how_played} | {f['win']:.3f} / {f['draw']:.3f} / {f['loss']:.3f} "
+                         f"(n={v['first_games']}) | {s['win']:.3f} / {s['draw']:.3f} / {s['loss']:.3f} "
+                         f"(n={v['second_games']}) | {v['illegal']:.3f} |")
+    if "bots_greedy" in r:
+        lines += ["", f"Greedy: the same policy playing its most probable move (temperature {GREEDY:g})."]
     lines += ["", "Training (per tenth of the run): invalid utterances per turn, token entropy, share of turns "
               "whose group gave no signal:", "",
               "| update | invalid | entropy | zero advantage |", "|---|---|---|---|"]
@@ -131,8 +147,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir, seconds, curve = train(updates, a.opponent, a.set, Path(tmp))
         bots = against_bots(run_dir, games)
+        greedy = against_bots(run_dir, games, GREEDY)
     r = {"updates": updates, "games": games, "opponent": a.opponent, "settings": a.set, "seconds": seconds,
-         "curve": curve, "bots": bots, "name": a.name}
+         "curve": curve, "bots": bots, "bots_greedy": greedy, "name": a.name}
     text = table(r, machine())
     print(text)
     if not a.quick:
