@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.algos.common.q_learning import Mix, chosen
+from coplay.nets.distributions import sample
 
 
 def legal_logsumexp(x: jax.Array, mask: jax.Array, axis: int = -1) -> jax.Array:
@@ -117,7 +118,10 @@ def joint_penalty(key: jax.Array, q: jax.Array, action: jax.Array, mask: jax.Arr
         legal = jnp.all(allowed[:, :, jnp.arange(n), joints], axis=-1)            # [T, B, J]
         values = q[:, :, jnp.arange(n), joints] * live[:, :, None, :]             # [T, B, J, N]
         return legal_logsumexp(mix(values, state), legal) - q_tot
-    drawn = jax.random.categorical(key, jnp.where(allowed, 0.0, -jnp.inf), shape=(samples, t, b, n))  # [S, T, B, N]
+    # one uniform number per draw (inverse CDF), not the Gumbel trick's one per action: the draws were most
+    # of an update's time
+    uniform = jnp.broadcast_to(jnp.where(allowed, 0.0, -jnp.inf), (samples, t, b, n, a))
+    drawn = sample(key, uniform)                                                  # [S, T, B, N]
     values = chosen(jnp.broadcast_to(q, (samples, t, b, n, a)), drawn) * live     # [S, T, B, N]
     team = mix(jnp.moveaxis(values, 0, 2), state)                   # [T, B, S]
     log_count = jnp.sum(jnp.log(jnp.sum(allowed, axis=-1)), axis=-1)             # [T, B]
