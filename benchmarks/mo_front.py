@@ -325,6 +325,14 @@ def _first_at_target(run: dict | None) -> dict | None:
                 None)
 
 
+def _at_target(run: dict) -> str:
+    """A table's cells: the true hypervolume, the first evaluation at the target, the final shares."""
+    true = run["true_hypervolume"]
+    hit = _first_at_target(run)
+    when = f"{hit['steps_per_weight']:,} steps, {hit['wall_s']:.1f} s" if hit else "none"
+    return f"{true:g} | {when} | " + ", ".join(f"{h / true:.3f}" for h in run["final_hypervolume"])
+
+
 def _chebyshev(runs: dict, cap: float, known: dict | None) -> list[str]:
     rows = ["### The sweep on Chebyshev's utility, every environment whose true front is known", "",
             f"`{' '.join(CHEBYSHEV)} env=... total_steps={CHEBYSHEV_STEPS} chunk_steps={CHUNK}` (the matrix games "
@@ -333,14 +341,11 @@ def _chebyshev(runs: dict, cap: float, known: dict | None) -> list[str]:
             "| environment | true hypervolume | first evaluation with every seed at 99% | final hypervolume / true, "
             "per seed | wall s |", "|---|---:|---|---|---:|"]
     for name, run in runs.items():
-        true = run["true_hypervolume"]
-        hit = _first_at_target(run)
-        when = f"{hit['steps_per_weight']:,} steps, {hit['wall_s']:.1f} s" if hit else "none"
-        shares = ", ".join(f"{h / true:.3f}" for h in run["final_hypervolume"])
-        rows.append(f"| {name}{' (one-shot)' if name.startswith('matrix') else ''} | {true:g} | {when} | {shares} | "
+        rows.append(f"| {name}{' (one-shot)' if name.startswith('matrix') else ''} | {_at_target(run)} | "
                     f"{run['wall_s']:.1f} |")
     if known:
-        met = [name + (" one-shot" if name.startswith("matrix") else "") for name in runs if any(_first_at_target(r.get(name)) for r in (runs, known))]
+        met = [name + (" one-shot" if name.startswith("matrix") else "") for name in runs
+               if any(_first_at_target(r.get(name)) for r in (runs, known))]
         rows += ["", f"Every seed at 99% within 180 s, by this sweep or by `pc_mappo` (the table above): "
                      f"{len(met)} of {len(runs)} environments ({', '.join(met)})."]
     rows += ["", f"Over the matrix games' default 25 rounds the imbalancing-act front has 101 points on the line "
@@ -358,11 +363,7 @@ def _known(known: dict) -> list[str]:
             "| environment | true hypervolume | first evaluation with every seed at 99% | final hypervolume / true, "
             "per seed |", "|---|---:|---|---|"]
     for name, run in known.items():
-        true = run["true_hypervolume"]
-        hit = _first_at_target(run)
-        when = f"{hit['steps_per_weight']:,} steps, {hit['wall_s']:.1f} s" if hit else "none"
-        shares = ", ".join(f"{h / true:.3f}" for h in run["final_hypervolume"])
-        rows.append(f"| {name} | {true:g} | {when} | {shares} |")
+        rows.append(f"| {name} | {_at_target(run)} |")
     return rows
 
 
