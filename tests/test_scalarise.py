@@ -14,7 +14,7 @@ from coplay.core.errors import ConfigError, UnknownNameError
 from coplay.core.spaces import Box, Discrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.testing import check_env
-from coplay.wrappers import AutoReset, EpisodeStats, Scalarise
+from coplay.wrappers import Accrued, AutoReset, EpisodeStats, Scalarise
 
 
 @struct.dataclass
@@ -87,6 +87,21 @@ def test_weights_per_agent_and_the_return_restarting_with_each_episode():
     rewards, _ = _play(env, [[1, 0]] * 6)           # two episodes of three rounds, played alike
     np.testing.assert_allclose(rewards[:3], rewards[3:])
     np.testing.assert_allclose(rewards[:3].sum(0), [3.0, 6.0])   # u goes from -3 to 0 and from -6 to 0
+
+
+def test_accrued_is_the_episodes_vector_return_before_each_step_and_restarts_with_the_episode():
+    env = AutoReset(Accrued(_Gold()))
+
+    def run(key):
+        state, _ = env.reset(key)
+        return jax.lax.scan(lambda s, a: env.step(s, a, key), state, jnp.asarray([[1, 0]] * 4, jnp.int32))[1]
+
+    steps = jit_once(run)(jax.random.PRNGKey(0))
+    accrued = np.asarray(steps.info["accrued"])                 # [T, N, K]
+    # agent 0 takes gold (1, 0) each round, agent 1 safety (0, 1); the episode is three rounds
+    np.testing.assert_allclose(accrued[:, 0], [[0, 0], [1, 0], [2, 0], [0, 0]])
+    np.testing.assert_allclose(accrued[:, 1], [[0, 0], [0, 1], [0, 2], [0, 0]])
+    np.testing.assert_array_equal(np.asarray(steps.reward)[:, 0], [[1, 0]] * 4)   # the vector reward untouched
 
 
 def test_the_wrapped_game_keeps_the_environment_contract():

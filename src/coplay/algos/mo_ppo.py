@@ -227,7 +227,6 @@ class MOPPO(Trainer[Config]):
         return read_front(results, self.config.weights, self.objective_names)
 
 
-
 def chebyshev_point(env: Env, utopia: str | None) -> tuple[jax.Array, jax.Array]:
     """Chebyshev's utopia point z `[K]` (given, or just beyond the best of each objective
     on the environment's true front) and each objective's scale z - r `[K]` (r the
