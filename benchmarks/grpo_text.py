@@ -50,6 +50,8 @@ CONFIGS = {
     "leduc, defaults (grpo)": ("text:leduc_holdem", {}),
     "leduc, the same as kuhn's third, lr annealed over 3000 updates": ("text:leduc_holdem", {**RNAD, "updates": 3000}),
     "leduc, the same as kuhn's third, lr annealed over 6000 updates": ("text:leduc_holdem", {**RNAD, "updates": 6000}),
+    "leduc, KL 0.5 to a reference refreshed every 200 updates, lr annealed over 3000 updates": (
+        "text:leduc_holdem", {**RNAD, "kl_coef": 0.5, "reference_every": 200, "updates": 3000}),
 }
 
 

@@ -93,6 +93,9 @@ def main() -> None:
                                         "return_max": s["return_max"], "random": rec["random_score"],
                                         "checkpoints": rec["checkpoints"]}
             print(quality, out["datasets"][quality]["return_mean"], s["return_max"], flush=True)
+        results = RESULTS / f"offline_{name}.json"
+        if args.merge and results.exists():
+            merged(json.loads(results.read_text()), out)     # the datasets checked before anything trains on them
         for quality in args.qualities:
             d = out["datasets"][quality]
             for algo in args.algos:
@@ -105,7 +108,6 @@ def main() -> None:
                                     "seconds": time.time() - t})
                 print(quality, algo, run.final_return["iqm"], f"{time.time() - t:.0f} s", flush=True)
     out["seconds"] = time.time() - t0
-    results = RESULTS / f"offline_{name}.json"
     if args.merge and results.exists():
         out = merged(json.loads(results.read_text()), out)
     write_results(f"offline_{name}", out)
