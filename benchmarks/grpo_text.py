@@ -199,8 +199,19 @@ def seeds_table(name: str, runs: list[dict], info: str, budget: float) -> str:
                      f"{b['updates']}) | {f['exploitability']:.3f} ({f['seconds']:g} s, {f['updates']}) | "
                      f"{r['last_third_median']:.3f}, {r['last_third_below_0.05']:.2f} | {f['invalid']:.3f} |")
     finals = sorted(r["final"]["exploitability"] for r in runs)
-    lines += ["", f"Final exploitability over the seeds: {', '.join(f'{x:.3f}' for x in finals)}.", "",
-              "Curves (seconds: exploitability), every tenth point:", ""]
+    lines += ["", f"Final exploitability over the seeds: {', '.join(f'{x:.3f}' for x in finals)}."]
+    if all("average_linear" in r["final"] for r in runs):
+        lines += ["", "The run's time-averaged policy (`averager`: the policy at every point of the curve, each information set's "
+                  "strategy weighted by the player's own reach, uniformly or by the checkpoint's number), best and "
+                  "final exploitability:", "", "| seed | uniform: best (updates), final | linear: best (updates), "
+                  "final |", "|---|---|---|"]
+        for seed, r in enumerate(runs):
+            cells = []
+            for how in ("average_uniform", "average_linear"):
+                b = min(r["points"], key=lambda p, how=how: p[how])
+                cells.append(f"{b[how]:.3f} ({b['updates']}), {r['final'][how]:.3f}")
+            lines.append(f"| {seed} | {cells[0]} | {cells[1]} |")
+    lines += ["", "Curves (seconds: exploitability), every tenth point:", ""]
     for seed, r in enumerate(runs):
         pts = r["points"][:: max(1, len(r["points"]) // 10)] + r["points"][-1:]
         lines.append(f"- seed {seed}: " + ", ".join(f"{p['seconds']:g}: {p['exploitability']:.3f}" for p in pts))
