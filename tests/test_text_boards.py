@@ -106,3 +106,23 @@ def test_a_text_policy_plays_the_game_underneath_beside_its_bots_with_invalid_ut
     results = round_robin(game, players, games=20, key=jax.random.PRNGKey(0))
     assert results.totals[0, 1].tolist() == [0, 0, 2 * 20]               # nonsense loses every game, both seats
     assert results.illegal.tolist() == [[0, 2 * 20], [0, 0]]             # ... each by an invalid utterance
+
+
+def test_random_openings_start_from_zero_to_k_random_moves_and_keep_the_contract():
+    from coplay.core.errors import ConfigError
+    from coplay.testing import check_env
+
+    env = coplay.make("text:tic_tac_toe", opening=3)
+    reset = jax.jit(jax.vmap(env.reset))
+    state, ts = reset(jax.random.split(jax.random.PRNGKey(0), 200))
+    boards = [VOCAB.decode(np.asarray(v)).split(":")[1].split(",")[0].split() for v in ts.obs[:, 0]]
+    marks = np.array([board.count("x") + board.count("o") for board in boards])
+    assert set(marks.tolist()) == {0, 1, 2, 3}                 # 0 to 3 moves, every count drawn
+    assert not np.any(np.asarray(ts.done)) and np.all(np.asarray(ts.reward) == 0)
+    assert np.all(np.asarray(ts.active).sum(-1) == 1)         # someone is to move
+    # the same key gives the same opening (groups of GRPO share their start)
+    again = reset(jax.random.split(jax.random.PRNGKey(0), 200))[1]
+    np.testing.assert_array_equal(np.asarray(again.obs), np.asarray(ts.obs))
+    check_env(env, eager=False)
+    with pytest.raises(ConfigError, match="opening=-1 is out of range"):
+        coplay.make("text:tic_tac_toe", opening=-1)

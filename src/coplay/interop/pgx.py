@@ -470,9 +470,10 @@ class TextBoardGame(TextGame):
     A board's cells are `_` (empty), `x` (the first mover's marks) and `o`; squares
     are numbered 1..9 row by row, columns 1..7 from the left. The reader's own
     symbol is in its view, so a view is its reader's state. pgx draws who moves
-    first (plays x) from the key."""
+    first (plays x) from the key. `opening=k`: each episode starts after 0 to k random
+    legal moves (`TextGame`)."""
 
-    def __init__(self, name: str = "tic_tac_toe", max_tokens: int = 2, invalid: str = "forfeit"):
+    def __init__(self, name: str = "tic_tac_toe", max_tokens: int = 2, invalid: str = "forfeit", opening: int = 0):
         if name not in BOARDS:
             raise unknown_name("board game in words", name, BOARDS)
         check_invalid(invalid)
@@ -486,7 +487,7 @@ class TextBoardGame(TextGame):
         self._status = jnp.asarray(np.stack([VOCAB.encode(s, 2) for s in (YOUR_MOVE, WAIT, GAME_OVER)]))
         length = len(self._title) + 2 + rows * cols + rows - 1 + 1 + 2
         super().__init__(game, [str(a + 1) for a in range(game.num_choices)], length, f"text:{name}",
-                         max_tokens, invalid)
+                         max_tokens, invalid, opening)
 
     def text_views(self, game_state) -> jax.Array:
         g = game_state.game
@@ -506,8 +507,8 @@ class TextBoardGame(TextGame):
 
 
 def _in_words(name: str):
-    def make(max_tokens: int = 2, invalid: str = "forfeit") -> TextBoardGame:
-        return TextBoardGame(name, max_tokens, invalid)
+    def make(max_tokens: int = 2, invalid: str = "forfeit", opening: int = 0) -> TextBoardGame:
+        return TextBoardGame(name, max_tokens, invalid, opening)
     make.__doc__ = TextBoardGame.__init__.__doc__
     return make
 

@@ -15,6 +15,11 @@ through unchanged.
     info          invalid_utterance [N] bool: the mover's utterance named no legal move
                   (and the game's own entries: illegal_action, win)
 
+With `opening=k` each episode starts from a position reached by 0 to k uniformly
+random legal moves (how many: drawn uniformly as well; never a move that ends the
+game): varied starts for self-play, which from one empty board can settle on one
+line of play.
+
 An utterance that names no legal move forfeits the game (`invalid="forfeit"`,
 the default, as in SPIRAL): the game receives an illegal move and ends as its
 rules say for one (the speaker loses). With `invalid="random"` a uniformly
@@ -93,8 +98,12 @@ class TextGame(TextEnv):
     views_are_states = True
 
     def __init__(self, game: Env, move_texts: Sequence[str], view_length: int, name: str,
-                 max_tokens: int, invalid: str):
+                 max_tokens: int, invalid: str, opening: int = 0):
         check_invalid(invalid)
+        if isinstance(opening, bool) or not isinstance(opening, int) or opening < 0:
+            raise ConfigError(f"opening={opening!r} is out of range; it must be an integer >= 0 (the most random "
+                              "moves played before the players take over)")
+        self.opening = opening
         if not game.spec.turn_based:
             raise ConfigError(f"{game.spec.name!r} is not turn-based; a text game reads one mover's utterance")
         self.game, self.vocab, self.invalid = game, VOCAB, invalid
@@ -130,9 +139,27 @@ class TextGame(TextEnv):
             info={**ts.info, "invalid_utterance": invalid})
 
     def _reset(self, key):
+        if self.opening:
+            key, k_open = jax.random.split(key)
         game, ts = self.game.reset(key)
+        if self.opening:
+            game, ts = self._open(game, ts, k_open)
         state = TextGameState(game, ts.active, ts.action_mask, ts.obs)
         return state, self._timestep(state, ts, jnp.zeros(self.spec.num_agents, bool))
+
+    def _open(self, game: Any, ts: TimeStep, key: jax.Array) -> tuple[Any, TimeStep]:
+        """Play 0 to `opening` uniformly random legal moves (how many: uniform too), never
+        one that would end the game: the players take over from the position reached."""
+        n = self.spec.num_agents
+        count = jax.random.randint(jax.random.fold_in(key, self.opening), (), 0, self.opening + 1)
+        for i in range(self.opening):
+            k_move, k_step = jax.random.split(jax.random.fold_in(key, i))
+            mover = jnp.argmax(ts.active)
+            move = jax.random.categorical(k_move, jnp.where(ts.action_mask[mover], 0.0, -jnp.inf))
+            after, ts_after = self.game.step(game, jnp.full(n, move, jnp.int32), k_step)
+            keep = (i < count) & ~ts_after.done
+            game, ts = jax.tree.map(lambda a, b, keep=keep: jnp.where(keep, a, b), (after, ts_after), (game, ts))
+        return game, ts.replace(reward=jnp.zeros_like(ts.reward))  # type: ignore[attr-defined]
 
     def _step(self, state: TextGameState, actions, key):
         n = self.spec.num_agents
