@@ -95,7 +95,7 @@ def main() -> None:
             print(quality, out["datasets"][quality]["return_mean"], s["return_max"], flush=True)
         results = RESULTS / f"offline_{name}.json"
         if args.merge and results.exists():
-            merged(json.loads(results.read_text()), out)     # the datasets checked before anything trains on them
+            same_datasets(json.loads(results.read_text()), out)     # before anything trains on them
         for quality in args.qualities:
             d = out["datasets"][quality]
             for algo in args.algos:
@@ -116,7 +116,17 @@ def main() -> None:
 
 def merged(old: dict, new: dict) -> dict:
     """`old`'s results with `new`'s algorithms added (or replaced), refused unless both
-    were made on the same datasets (the same mean and best return at every quality)."""
+    were made on the same datasets (`same_datasets`)."""
+    same_datasets(old, new)
+    algos = [a for a in ALGOS if a in old["settings"]["algos"] or a in new["settings"]["algos"]]
+    rows = [r for r in old["rows"] if r["algo"] not in new["settings"]["algos"]] + new["rows"]
+    settings = {**old["settings"], "algos": algos}
+    return {**old, "settings": settings, "rows": rows, "seconds": old["seconds"] + new["seconds"]}
+
+
+def same_datasets(old: dict, new: dict) -> None:
+    """Refuse (SystemExit) unless `old` and `new` were made on the same qualities and
+    datasets (the same mean and best return at every quality)."""
     if list(old["settings"].get("qualities", QUALITIES)) != list(new["settings"]["qualities"]):
         raise SystemExit("--merge: the results file was made on other qualities; use the same --qualities")
     for quality, d in new["datasets"].items():
@@ -124,10 +134,6 @@ def merged(old: dict, new: dict) -> dict:
         if not np.allclose([o["return_mean"], o["return_max"]], [d["return_mean"], d["return_max"]]):
             raise SystemExit(f"--merge: the {quality} dataset came out differently ({d['return_mean']} vs "
                              f"{o['return_mean']}); run every algorithm again without --merge")
-    algos = [a for a in ALGOS if a in old["settings"]["algos"] or a in new["settings"]["algos"]]
-    rows = [r for r in old["rows"] if r["algo"] not in new["settings"]["algos"]] + new["rows"]
-    settings = {**old["settings"], "algos": algos}
-    return {**old, "settings": settings, "rows": rows, "seconds": old["seconds"] + new["seconds"]}
 
 
 def cell(out: dict, quality: str, algo: str) -> str:
