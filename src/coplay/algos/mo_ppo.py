@@ -42,6 +42,7 @@ from coplay.algos.common.evaluation import make_evaluator
 from coplay.algos.common.preferences import (
     check_show_weight,
     linear_utility,
+    named_reference_point,
     per_weight_results,
     read_front,
     spread_weights,
@@ -233,8 +234,7 @@ def chebyshev_point(env: Env, utopia: str | None) -> tuple[jax.Array, jax.Array]
     environment's reference point; 1 where it names none); refused before anything
     compiles where there is no utopia point to take, or it is not better than the front."""
     names, k = env.spec.objective_names, env.spec.reward_dim
-    given = getattr(getattr(env, "unwrapped", env), "reference_point", None)
-    reference = None if given is None else np.asarray(given, np.float64)
+    reference = named_reference_point(env)
     truth = true_front(env)
     if utopia is None:
         if truth is None or reference is None:

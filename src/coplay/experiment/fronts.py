@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from coplay.algos.common.preferences import grid_sizes, simplex_weights, true_front
+from coplay.algos.common.preferences import grid_sizes, named_reference_point, simplex_weights, true_front
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.eval.multi_objective import expected_utility, hypervolume, pareto_front
@@ -37,14 +37,12 @@ def reference_point(env: Env, given: tuple[float, ...] | None = None) -> np.ndar
     environment's, weakly worse than every episode return; refused, before anything
     compiles, where there is none or it has the wrong length."""
     k = env.spec.reward_dim
-    if given is None:
-        given = getattr(getattr(env, "unwrapped", env), "reference_point", None)
-        if given is None:
-            raise ConfigError(f"environment {env.spec.name!r} names no reference point, and a run with several "
-                              "objectives scores each front's hypervolume against one: give one, "
-                              f"reference_point=... ({k} numbers separated by ':', weakly worse than every episode "
-                              "return in each objective)")
-    ref = np.asarray(given, np.float64)
+    ref = named_reference_point(env) if given is None else np.asarray(given, np.float64)
+    if ref is None:
+        raise ConfigError(f"environment {env.spec.name!r} names no reference point, and a run with several "
+                          "objectives scores each front's hypervolume against one: give one, "
+                          f"reference_point=... ({k} numbers separated by ':', weakly worse than every episode "
+                          "return in each objective)")
     if ref.shape != (k,) or not np.all(np.isfinite(ref)):
         raise ConfigError(f"the reference point of {env.spec.name!r} must be {k} finite numbers (one per objective: "
                           f"{', '.join(env.spec.objective_names)}), got {ref.tolist()}")

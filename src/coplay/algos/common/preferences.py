@@ -102,3 +102,9 @@ def true_front(env: Env) -> np.ndarray | None:
         return np.asarray(compute(), np.float64)
     except CoplayError:       # an environment that computes it for some of its variants only
         return None
+
+
+def named_reference_point(env: Env) -> np.ndarray | None:
+    """`[K]`: the reference point the environment names in code, where it names one."""
+    given = getattr(getattr(env, "unwrapped", env), "reference_point", None)
+    return None if given is None else np.asarray(given, np.float64)

@@ -12,8 +12,8 @@ from coplay.algos.common.group_advantages import view_keys
 from coplay.core.errors import ConfigError
 
 
-def agent_set(agents: str, n: int, env_name: str, field: str = "algo.repeat_agents") -> tuple[int, ...]:
-    """`"all"` or comma-separated agent indices as a tuple of indices of `n` agents."""
+def agent_set(agents: str, n: int, env_name: str) -> tuple[int, ...]:
+    """`algo.repeat_agents` ("all" or comma-separated agent indices) as a tuple of indices of `n` agents."""
     if str(agents).strip() == "all":
         return tuple(range(n))
     try:
@@ -21,8 +21,8 @@ def agent_set(agents: str, n: int, env_name: str, field: str = "algo.repeat_agen
     except ValueError:
         chosen = ()
     if not chosen or any(not 0 <= a < n for a in chosen):
-        raise ConfigError(f"{field}={agents!r}: give 'all' or agent indices 0..{n - 1} of {env_name!r}, "
-                          f"comma-separated (e.g. {field}=0)")
+        raise ConfigError(f"algo.repeat_agents={agents!r}: give 'all' or agent indices 0..{n - 1} of {env_name!r}, "
+                          f"comma-separated (e.g. algo.repeat_agents=0)")
     return chosen
 
 
