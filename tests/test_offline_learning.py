@@ -163,6 +163,25 @@ def test_bc_sampling_from_its_policy_plays_like_the_data_and_greedy_play_like_it
     assert greedy.final_return["per_seed"] == [11.0, 11.0]
 
 
+def test_a_q_learner_sampling_draws_from_the_softmax_of_its_q_values_over_legal_actions(matrix_data):
+    from coplay.algos import iql_cql
+
+    env = coplay.make("matrix", game="climbing", rounds=1)
+    trainer = iql_cql.IQLCQL(iql_cql.Config(dataset=matrix_data["climbing"], acting="sample"), env, num_updates=1)
+    params = trainer.policy_params(trainer.init(jax.random.PRNGKey(0)))
+    params = jax.tree.map(lambda x: 3 * x, params)               # Q-values spread enough to tell softmax from uniform
+    _, ts = trainer.policy().env.reset(jax.random.PRNGKey(1))   # the observations the network sees
+    obs, carry = ts.obs[None], trainer.initial_carry((1,))
+    mask = jnp.array([[[True, False, True], [True, True, True]]])  # agent 0 may not take action 1
+    _, q = trainer.q_values(params, carry, obs, jnp.ones((1,), bool))
+    want = np.asarray(jax.nn.softmax(jnp.where(mask, q, -jnp.inf), axis=-1))[0]
+    act = jax.jit(jax.vmap(lambda k: trainer.policy().act(params, obs, mask, k, carry, jnp.ones((1,), bool))[0][0]))
+    actions = np.asarray(act(jax.random.split(jax.random.PRNGKey(2), 20_000)))        # [draws, N]
+    got = np.stack([np.bincount(actions[:, i], minlength=3) / len(actions) for i in range(2)])
+    assert got[0, 1] == 0 and want.max() - want.min() > 0.2, want
+    np.testing.assert_allclose(got, want, atol=0.015)
+
+
 # ----- refusals ---------------------------------------------------------------------------------------------
 
 
@@ -181,6 +200,9 @@ def test_an_offline_run_refuses_a_missing_dataset_or_one_of_another_environment(
     with pytest.raises(ConfigError, match="does not fit environment 'spread'"):
         coplay.train(["algo=qmix_cql", "env=spread", f"algo.dataset={path}", f"out_dir={tmp_path}"])
     assert not list(tmp_path.glob("*-qmix_cql-*"))      # refused before a run directory was made
+    with pytest.raises(ConfigError, match="algo.eval_epsilon=0.1 is for algo.acting=greedy"):
+        coplay.train(["algo=iql_cql", "env=matrix", f"algo.dataset={matrix_data['climbing']}", "algo.acting=sample",
+                      "algo.eval_epsilon=0.1", f"out_dir={tmp_path}"])
 
 
 # ----- offline to online: init_from ------------------------------------------------------------------------

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 
 from coplay.algos.base import Capabilities
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.offline import OfflineTeamConfig, OfflineTeamLearner, PolicyActing, acting_param
+from coplay.algos.common.offline import OfflineTeamConfig, OfflineTeamLearner
 from coplay.core.config import param
 from coplay.core.types import TimeStep
 from coplay.nets import distributions
@@ -48,7 +48,6 @@ from coplay.nets import distributions
 class Config(OfflineTeamConfig):
     adv_temp: float = param(0.1, "beta_pi: temperature of the policy's advantage weights (small: imitate only "
                                  "the data's best actions)", min=0.0, min_exclusive=True)
-    acting: str = acting_param()
     target_temp: float = param(1000.0, "beta_Q: temperature of the critic's target weights over the batch (large: "
                                        "plain SARSA on the data's next actions)", min=0.0, min_exclusive=True)
 
@@ -59,7 +58,7 @@ def batch_softmax_weights(x: jax.Array, temperature: float, axis: int = 1) -> ja
     return x.shape[axis] * jax.nn.softmax(x / temperature, axis=axis)
 
 
-class MAICQ(OfflineTeamLearner[Config], PolicyActing):
+class MAICQ(OfflineTeamLearner[Config]):
     name = "maicq"
     config_class = Config
     capabilities = Capabilities(recurrent=True, needs_global_state=True)

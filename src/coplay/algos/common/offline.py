@@ -51,6 +51,11 @@ class OfflineConfig(TrainerConfig):
     dataset: str = param("", "the dataset to learn from: <dir>/<name>.vlt/<quality> (coplay record, or an OG-MARL "
                              "vault)")
     grad_steps: int = param(100, "gradient steps per update (the run's total_steps counts gradient steps)", min=1)
+    acting: str = param("greedy", "how the trained agents play: the legal action of the network's largest output, "
+                                  "or a draw from the softmax of its outputs over the legal actions (bc, maicq: the "
+                                  "learned policy, as the data's policy drew; the Q-learners: exp Q, the Boltzmann "
+                                  "policy that CQL's log-sum-exp penalty holds near the data's actions)",
+                        choices=("greedy", "sample"))
 
     @property
     def steps_per_update(self) -> int:
@@ -58,23 +63,26 @@ class OfflineConfig(TrainerConfig):
         return self.grad_steps
 
 
-def acting_param() -> Any:
-    """The `acting` field of the trainers that learn a policy from data (bc, maicq)."""
-    return param("greedy", "how the trained policy plays: its most probable legal action, or a draw from its "
-                           "distribution (as the data's policy did)", choices=("greedy", "sample"))
-
-
 class PolicyActing(AgentLearner[Any]):
-    """A trainer whose agents' network outputs a policy's logits: it plays greedily or,
-    with `algo.acting=sample`, draws from the policy (illegal actions never)."""
+    """An offline trainer's agents play greedily on their network's outputs or, with
+    `algo.acting=sample`, draw from the softmax of them (illegal actions never): a
+    policy's logits (bc, maicq) or Q-values (the Boltzmann policy exp Q, the one
+    CQL's log-sum-exp penalty, log sum_a exp Q(o, a) - Q(o, a_data), pulls towards
+    the data's actions)."""
+
+    def __init__(self, config: Any, env: Env, num_updates: int):
+        if config.acting == "sample" and getattr(config, "eval_epsilon", 0.0) > 0:
+            raise ConfigError(f"algo.eval_epsilon={config.eval_epsilon} is for algo.acting=greedy: with "
+                              "algo.acting=sample the agents already draw their actions (set one of them)")
+        super().__init__(config, env, num_updates)
 
     def policy(self) -> Policy:
         if self.config.acting == "greedy":
             return super().policy()
 
         def act(params, obs, mask, key, carry, reset):
-            carry, logits = self.q_values(params, carry, obs, reset)
-            return distributions.sample(key, distributions.masked_logits(logits, mask)), carry
+            carry, out = self.q_values(params, carry, obs, reset)
+            return distributions.sample(key, distributions.masked_logits(self.acting_q(out, obs), mask)), carry
 
         return Policy(act=act, initial_carry=self.initial_carry, env=self.env)
 
@@ -85,7 +93,6 @@ class OfflineNetConfig(OfflineConfig, ql.NetConfig):
     fields and the network's."""
 
     batch_size: int = param(128, "windows sampled per gradient step", min=1)
-    acting: str = acting_param()
 
 
 @dataclass(frozen=True)
@@ -208,7 +215,7 @@ class Offline(AgentLearner[Any]):
                 {k: v.mean() for k, v in stats.items()})
 
 
-class OfflineQLearner(Offline, QFamily[OC]):
+class OfflineQLearner(Offline, PolicyActing, QFamily[OC]):
     """The Q family learning from a dataset: the same networks, TD inputs and gradient
     steps as `QLearner`, on windows of the dataset instead of replay. A subclass is an
     algorithm: it gives `loss` (a TD loss and its conservative penalty)."""
