@@ -52,6 +52,14 @@ CONFIGS = {
     "leduc, the same as kuhn's third, lr annealed over 6000 updates": ("text:leduc_holdem", {**RNAD, "updates": 6000}),
     "leduc, KL 0.5 to a reference refreshed every 200 updates, lr annealed over 3000 updates": (
         "text:leduc_holdem", {**RNAD, "kl_coef": 0.5, "reference_every": 200, "updates": 3000}),
+    # magnetic mirror descent (Sokota et al., 2023): an entropy reward (the uniform magnet, in the reward) with
+    # the KL step to the refreshed reference
+    "leduc, MMD: entropy reward 0.05, KL 0.5 to a reference refreshed every 200 updates, lr annealed over 3000 "
+    "updates": ("text:leduc_holdem", {**RNAD, "kl_coef": 0.5, "reference_every": 200, "entropy_reward": 0.05,
+                                      "updates": 3000}),
+    "leduc, MMD: entropy reward 0.2, KL 0.5 to a reference refreshed every 200 updates, lr annealed over 3000 "
+    "updates": ("text:leduc_holdem", {**RNAD, "kl_coef": 0.5, "reference_every": 200, "entropy_reward": 0.2,
+                                      "updates": 3000}),
 }
 
 
