@@ -158,7 +158,8 @@ def table(results: dict, info: str, budget: float) -> str:
     lines = [
         "## GRPO with the token-level policy: poker in words, self-play from scratch",
         "",
-        f"`python benchmarks/grpo_text.py --budget {budget:g}` on {info}. One seed per configuration, {budget:g} s of training each (compile included). "
+        f"`python benchmarks/grpo_text.py --budget {budget:g}` on {info}. One seed per configuration, {budget:g} s "
+        "of training each (compile included). "
         "Exploitability is exact: the text policy's probability of each legal move's utterance at every "
         "information set, renormalised over the legal moves, scored by the game tree (under `decoding=legal` "
         "the policy's own restricted probabilities). The target on Kuhn is below 0.05 within 300 s; "
@@ -209,8 +210,9 @@ def seeds_table(name: str, runs: list[dict], info: str, budget: float) -> str:
     finals = sorted(r["final"]["exploitability"] for r in runs)
     lines += ["", f"Final exploitability over the seeds: {', '.join(f'{x:.3f}' for x in finals)}."]
     if all("average_linear" in r["final"] for r in runs):
-        lines += ["", "The run's time-averaged policy (`averager`: the policy at every point of the curve, each information set's "
-                  "strategy weighted by the player's own reach, uniformly or by the checkpoint's number), best and "
+        lines += ["", "The run's time-averaged policy (`averager`: the policy at every point of the curve, each "
+                  "information set's strategy weighted by the player's own reach, uniformly or by the "
+                  "checkpoint's number), best and "
                   "final exploitability:", "", "| seed | uniform: best (updates), final | linear: best (updates), "
                   "final |", "|---|---|---|"]
         for seed, r in enumerate(runs):
