@@ -1,0 +1,119 @@
+"""The behaviour policies of the offline tables, played as they were recorded (drawing
+their actions) and greedily (their most probable action): what a greedy offline
+trainer can hope to reach.
+
+    python benchmarks/offline_greedy.py --env foraging --behaviour-steps 400000
+    python benchmarks/offline_greedy.py --env spread --behaviour-steps 1000000
+
+The behaviour run is `offline_table.py`'s (the same command, so the same run):
+MAPPO for `--behaviour-steps` steps, a checkpoint kept every tenth. Each
+checkpoint's policy plays `--episodes` episodes both ways, from the same keys.
+Beside the returns, the share of the greedy episodes that run out of time caught
+in a loop: their last `--loop` steps revisit one or two joint observations over
+and over (agents that stand still, or step back and forth), which a policy
+that draws its actions leaves by chance and a greedy one never does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import write_results, write_section  # noqa: E402
+from train_throughput import machine  # noqa: E402
+
+import coplay  # noqa: E402
+from coplay.experiment import checkpoint  # noqa: E402
+from coplay.experiment.config import Experiment  # noqa: E402
+from coplay.experiment.runner import check_checkpoint_config, init_state, plan  # noqa: E402
+
+
+def play(policy, params, episodes: int, key: jax.Array, loop: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per episode: the mean return over agents, and whether it ran out of time with its
+    last `loop` steps each revisiting the joint observation of one or two steps before."""
+    env = policy.env
+
+    def episode(key):
+        k_reset, k_steps = jax.random.split(key)
+        state, ts = env.reset(k_reset)
+
+        def step(c, k):
+            state, ts, carry, ret, looping, ended, before, looped = c
+            k_act, k_env = jax.random.split(k)
+            action, carry = policy.act(params, ts.obs[None], ts.action_mask[None], k_act, carry, ts.done[None])
+            state, nxt = env.step(state, action[0], k_env)
+            again = jnp.all(nxt.obs == ts.obs) | jnp.all(nxt.obs == before)
+            looping = jnp.where(ended | nxt.done, looping, jnp.where(again, looping + 1, 0))   # nxt: a new episode's
+            looped = jnp.where(ended, looped, nxt.truncated & (looping >= loop))
+            ret = ret + jnp.where(ended, 0.0, jnp.mean(nxt.reward))
+            return (state, nxt, carry, ret, looping, ended | nxt.done, ts.obs, looped), None
+
+        init = (state, ts, policy.initial_carry((1,)), jnp.zeros(()), jnp.zeros((), jnp.int32), jnp.zeros((), bool),
+                ts.obs, jnp.zeros((), bool))
+        out, _ = jax.lax.scan(step, init, jax.random.split(k_steps, env.spec.max_steps))
+        return out[3], out[7]
+
+    ret, looped = jax.jit(jax.vmap(episode))(jax.random.split(key, episodes))
+    return np.asarray(ret), np.asarray(looped)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--env", default="spread")
+    ap.add_argument("--env-overrides", nargs="*", default=[])
+    ap.add_argument("--behaviour-steps", type=int, default=300_000)
+    ap.add_argument("--behaviour-chunks", type=int, default=10)
+    ap.add_argument("--episodes", type=int, default=500)
+    ap.add_argument("--loop", type=int, default=10, help="steps of revisiting that make a loop")
+    args = ap.parse_args()
+    t0 = time.time()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        behaviour = coplay.train(["algo=mappo", f"env={args.env}", *args.env_overrides, "seeds=1",
+                                  f"total_steps={args.behaviour_steps}",
+                                  f"chunk_steps={args.behaviour_steps // args.behaviour_chunks}",
+                                  f"keep_checkpoints={args.behaviour_chunks}", "progress=false", "tensorboard=false",
+                                  f"out_dir={tmp}/runs"])
+        exp = Experiment.load(behaviour.run_dir / "config.yaml")
+        drawn = plan(exp)
+        greedy = plan(dataclasses.replace(exp, algo_config=dataclasses.replace(exp.algo_config, greedy_eval=True)))
+        target = init_state(drawn)
+        for path in checkpoint.list_checkpoints(behaviour.run_dir / "checkpoints"):
+            state, meta = checkpoint.load(path, target, lambda m, f: check_checkpoint_config(m, exp, f))
+            params = jax.tree.map(lambda x: x[0], drawn.trainer.policy_params(state))
+            key = jax.random.PRNGKey(len(rows))
+            ret_d, loop_d = play(drawn.trainer.policy(), params, args.episodes, key, args.loop)
+            ret_g, loop_g = play(greedy.trainer.policy(), params, args.episodes, key, args.loop)
+            rows.append({"env_steps": meta.get("env_steps"), "drawn": float(ret_d.mean()),
+                         "greedy": float(ret_g.mean()), "drawn_looped": float(loop_d.mean()),
+                         "greedy_looped": float(loop_g.mean())})
+            print(rows[-1], flush=True)
+    name = "_".join([args.env, *[o.split(".", 1)[1].replace("=", "") for o in args.env_overrides]])
+    write_results(f"offline_greedy_{name}", {"settings": vars(args), "rows": rows, "seconds": time.time() - t0})
+    lines = [f"## The behaviour policies of the offline tables on {name}, drawing and greedy", "",
+             f"`python benchmarks/offline_greedy.py --env {args.env}"
+             + (f" --env-overrides {' '.join(args.env_overrides)}" if args.env_overrides else "")
+             + f" --behaviour-steps {args.behaviour_steps} --episodes {args.episodes}` on {machine()}: the MAPPO run "
+             "the offline table records its datasets from, each kept checkpoint's policy playing "
+             f"{args.episodes} episodes drawing its actions (as it recorded them) and greedily, from the same keys. "
+             f"Looped: episodes that ran out of time with their last {args.loop} steps revisiting the joint "
+             "observation of one or two steps before.", "",
+             "| checkpoint (env steps) | return, drawing | return, greedy | looped, drawing | looped, greedy |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['env_steps']:,} | {r['drawn']:.3f} | {r['greedy']:.3f} | {r['drawn_looped']:.3f} | "
+                     f"{r['greedy_looped']:.3f} |")
+    write_section(f"offline_greedy_{name}", "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
