@@ -60,6 +60,9 @@ CONFIGS = {
     "leduc, MMD: entropy reward 0.2, KL 0.5 to a reference refreshed every 200 updates, lr annealed over 3000 "
     "updates": ("text:leduc_holdem", {**RNAD, "kl_coef": 0.5, "reference_every": 200, "entropy_reward": 0.2,
                                       "updates": 3000}),
+    "leduc, MMD: entropy reward 0.5, KL 0.5 to a reference refreshed every 200 updates, lr annealed over 3000 "
+    "updates": ("text:leduc_holdem", {**RNAD, "kl_coef": 0.5, "reference_every": 200, "entropy_reward": 0.5,
+                                      "updates": 3000}),
 }
 
 
@@ -189,11 +192,12 @@ def table(results: dict, info: str, budget: float) -> str:
     return "\n".join(lines)
 
 
-def seeds_table(name: str, runs: list[dict], info: str, budget: float) -> str:
+def seeds_table(name: str, runs: list[dict], info: str, budget: float, command: str | None = None) -> str:
+    command = command or f"python benchmarks/grpo_text.py --seeds {len(runs)} --only \"{name}\""
     lines = [
         "## GRPO with the token-level policy: one configuration over seeds",
         "",
-        f"`python benchmarks/grpo_text.py --seeds {len(runs)} --only \"{name}\"` on {info}: `{name}`, "
+        f"`{command}` on {info}: `{name}`, "
         f"seeds 0..{len(runs) - 1}, one after another, at most {budget:g} s of training (compile included; "
         "the run stops earlier where the updates it plans are done). Exploitability exact, as above.",
         "",
@@ -251,8 +255,11 @@ def main() -> None:
         if not args.quick:
             info = machine()
             out = ROOT / "benchmarks" / "results" / f"{args.section}.json"
-            out.write_text(json.dumps({"machine": info, "budget_s": budget, "name": names[0], "runs": runs}, indent=2))
-            write_section(args.section, seeds_table(names[0], runs, info, budget))
+            command = "python benchmarks/grpo_text.py " + " ".join(
+                f'"{a}"' if " " in a else a for a in sys.argv[1:])
+            out.write_text(json.dumps({"machine": info, "budget_s": budget, "name": names[0], "command": command,
+                                       "runs": runs}, indent=2))
+            write_section(args.section, seeds_table(names[0], runs, info, budget, command))
         return
     results: dict = {"curves": {}, "throughput": []}
     for name, (env_name, fields) in CONFIGS.items():
