@@ -198,14 +198,15 @@ def seeds_table(name: str, runs: list[dict], info: str, budget: float, command: 
         "## GRPO with the token-level policy: one configuration over seeds",
         "",
         f"`{command}` on {info}: `{name}`, "
-        f"seeds 0..{len(runs) - 1}, one after another, at most {budget:g} s of training (compile included; "
+        f"seeds {runs[0].get('seed', 0)}..{runs[-1].get('seed', len(runs) - 1)}, one after another, "
+        f"at most {budget:g} s of training (compile included; "
         "the run stops earlier where the updates it plans are done). Exploitability exact, as above.",
         "",
         "| seed | start | reached < 0.05 | best (s, updates) | final (s, updates) | last third: median, share < 0.05 "
         "| invalid at the end |",
         "|---|---|---|---|---|---|---|",
     ]
-    for seed, r in enumerate(runs):
+    for seed, r in ((r.get("seed", i), r) for i, r in enumerate(runs)):
         b, f, hit = r["best"], r["final"], r["reached_0.05"]
         reached = "no" if hit is None else f"{hit['seconds']:g} s ({hit['updates']} updates)"
         lines.append(f"| {seed} | {r['start']:.3f} | {reached} | {b['exploitability']:.3f} ({b['seconds']:g} s, "
@@ -219,14 +220,14 @@ def seeds_table(name: str, runs: list[dict], info: str, budget: float, command: 
                   "checkpoint's number), best and "
                   "final exploitability:", "", "| seed | uniform: best (updates), final | linear: best (updates), "
                   "final |", "|---|---|---|"]
-        for seed, r in enumerate(runs):
+        for seed, r in ((r.get("seed", i), r) for i, r in enumerate(runs)):
             cells = []
             for how in ("average_uniform", "average_linear"):
                 b = min(r["points"], key=lambda p, how=how: p[how])
                 cells.append(f"{b[how]:.3f} ({b['updates']}), {r['final'][how]:.3f}")
             lines.append(f"| {seed} | {cells[0]} | {cells[1]} |")
     lines += ["", "Curves (seconds: exploitability), every tenth point:", ""]
-    for seed, r in enumerate(runs):
+    for seed, r in ((r.get("seed", i), r) for i, r in enumerate(runs)):
         pts = r["points"][:: max(1, len(r["points"]) // 10)] + r["points"][-1:]
         lines.append(f"- seed {seed}: " + ", ".join(f"{p['seconds']:g}: {p['exploitability']:.3f}" for p in pts))
     return "\n".join(lines)
@@ -238,7 +239,8 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=10, help="updates between exploitability checks")
     parser.add_argument("--quick", action="store_true", help="20 s per curve, nothing written to BENCHMARKS.md")
     parser.add_argument("--only", help="run only the configuration whose name starts with this, over --seeds")
-    parser.add_argument("--seeds", type=int, default=1, help="with --only: seeds 0..N-1")
+    parser.add_argument("--seeds", type=int, default=1, help="with --only: seeds 0..N-1 (from --first-seed)")
+    parser.add_argument("--first-seed", type=int, default=0, help="with --only: the first seed")
     parser.add_argument("--section", default="grpo_text_seeds",
                         help="with --only: the BENCHMARKS.md section and results file to write")
     args = parser.parse_args()
@@ -249,8 +251,8 @@ def main() -> None:
             parser.error(f"--only {args.only!r} names {len(names)} configurations; choose one of: {list(CONFIGS)}")
         env_name, fields = CONFIGS[names[0]]
         runs = []
-        for seed in range(args.seeds):
-            runs.append(r := curve(env_name, fields, budget, args.every, seed=seed, verbose=True))
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            runs.append(r := {**curve(env_name, fields, budget, args.every, seed=seed, verbose=True), "seed": seed})
             print(f"seed {seed}: start {r['start']}, best {r['best']}, final {r['final']}", flush=True)
         if not args.quick:
             info = machine()
