@@ -192,13 +192,18 @@ def table(results: dict, info: str, budget: float) -> str:
     return "\n".join(lines)
 
 
+def seeded(runs: list[dict]) -> list[tuple[int, dict]]:
+    """(seed, run) pairs: a run's own seed, or its place for results files written before runs kept it."""
+    return [(r.get("seed", i), r) for i, r in enumerate(runs)]
+
+
 def seeds_table(name: str, runs: list[dict], info: str, budget: float, command: str | None = None) -> str:
     command = command or f"python benchmarks/grpo_text.py --seeds {len(runs)} --only \"{name}\""
     lines = [
         "## GRPO with the token-level policy: one configuration over seeds",
         "",
         f"`{command}` on {info}: `{name}`, "
-        f"seeds {runs[0].get('seed', 0)}..{runs[-1].get('seed', len(runs) - 1)}, one after another, "
+        f"seeds {seeded(runs)[0][0]}..{seeded(runs)[-1][0]}, one after another, "
         f"at most {budget:g} s of training (compile included; "
         "the run stops earlier where the updates it plans are done). Exploitability exact, as above.",
         "",
@@ -206,7 +211,7 @@ def seeds_table(name: str, runs: list[dict], info: str, budget: float, command: 
         "| invalid at the end |",
         "|---|---|---|---|---|---|---|",
     ]
-    for seed, r in ((r.get("seed", i), r) for i, r in enumerate(runs)):
+    for seed, r in seeded(runs):
         b, f, hit = r["best"], r["final"], r["reached_0.05"]
         reached = "no" if hit is None else f"{hit['seconds']:g} s ({hit['updates']} updates)"
         lines.append(f"| {seed} | {r['start']:.3f} | {reached} | {b['exploitability']:.3f} ({b['seconds']:g} s, "
@@ -220,14 +225,14 @@ def seeds_table(name: str, runs: list[dict], info: str, budget: float, command: 
                   "checkpoint's number), best and "
                   "final exploitability:", "", "| seed | uniform: best (updates), final | linear: best (updates), "
                   "final |", "|---|---|---|"]
-        for seed, r in ((r.get("seed", i), r) for i, r in enumerate(runs)):
+        for seed, r in seeded(runs):
             cells = []
             for how in ("average_uniform", "average_linear"):
                 b = min(r["points"], key=lambda p, how=how: p[how])
                 cells.append(f"{b[how]:.3f} ({b['updates']}), {r['final'][how]:.3f}")
             lines.append(f"| {seed} | {cells[0]} | {cells[1]} |")
     lines += ["", "Curves (seconds: exploitability), every tenth point:", ""]
-    for seed, r in ((r.get("seed", i), r) for i, r in enumerate(runs)):
+    for seed, r in seeded(runs):
         pts = r["points"][:: max(1, len(r["points"]) // 10)] + r["points"][-1:]
         lines.append(f"- seed {seed}: " + ", ".join(f"{p['seconds']:g}: {p['exploitability']:.3f}" for p in pts))
     return "\n".join(lines)

@@ -29,20 +29,21 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import write_results, write_section  # noqa: E402
+from offline_table import behaviour_run, results_name  # noqa: E402
 from train_throughput import machine  # noqa: E402
 
-import coplay  # noqa: E402
 from coplay.experiment import checkpoint  # noqa: E402
 from coplay.experiment.config import Experiment  # noqa: E402
 from coplay.experiment.runner import check_checkpoint_config, init_state, plan  # noqa: E402
 
 
-def play(policy, params, episodes: int, key: jax.Array, loop: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per episode: the mean return over agents, and whether it ran out of time with its
-    last `loop` steps each revisiting the joint observation of one or two steps before."""
+def player(policy, episodes: int, loop: int):
+    """`(params, key) -> (return [episodes], looped [episodes])`, compiled once: per episode the
+    mean return over agents, and whether it ran out of time with its last `loop` steps each
+    revisiting the joint observation of one or two steps before."""
     env = policy.env
 
-    def episode(key):
+    def episode(params, key):
         k_reset, k_steps = jax.random.split(key)
         state, ts = env.reset(k_reset)
 
@@ -62,8 +63,8 @@ def play(policy, params, episodes: int, key: jax.Array, loop: int) -> tuple[np.n
         out, _ = jax.lax.scan(step, init, jax.random.split(k_steps, env.spec.max_steps))
         return out[3], out[7]
 
-    ret, looped = jax.jit(jax.vmap(episode))(jax.random.split(key, episodes))
-    return np.asarray(ret), np.asarray(looped)
+    play = jax.jit(jax.vmap(episode, in_axes=(None, 0)))
+    return lambda params, key: tuple(np.asarray(x) for x in play(params, jax.random.split(key, episodes)))
 
 
 def main() -> None:
@@ -78,26 +79,25 @@ def main() -> None:
     t0 = time.time()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        behaviour = coplay.train(["algo=mappo", f"env={args.env}", *args.env_overrides, "seeds=1",
-                                  f"total_steps={args.behaviour_steps}",
-                                  f"chunk_steps={args.behaviour_steps // args.behaviour_chunks}",
-                                  f"keep_checkpoints={args.behaviour_chunks}", "progress=false", "tensorboard=false",
-                                  f"out_dir={tmp}/runs"])
+        behaviour = behaviour_run([f"env={args.env}", *args.env_overrides], args.behaviour_steps,
+                                  args.behaviour_chunks, f"{tmp}/runs")
         exp = Experiment.load(behaviour.run_dir / "config.yaml")
         drawn = plan(exp)
         greedy = plan(dataclasses.replace(exp, algo_config=dataclasses.replace(exp.algo_config, greedy_eval=True)))
         target = init_state(drawn)
+        play_drawn = player(drawn.trainer.policy(), args.episodes, args.loop)
+        play_greedy = player(greedy.trainer.policy(), args.episodes, args.loop)
         for path in checkpoint.list_checkpoints(behaviour.run_dir / "checkpoints"):
             state, meta = checkpoint.load(path, target, lambda m, f: check_checkpoint_config(m, exp, f))
             params = jax.tree.map(lambda x: x[0], drawn.trainer.policy_params(state))
             key = jax.random.PRNGKey(len(rows))
-            ret_d, loop_d = play(drawn.trainer.policy(), params, args.episodes, key, args.loop)
-            ret_g, loop_g = play(greedy.trainer.policy(), params, args.episodes, key, args.loop)
+            ret_d, loop_d = play_drawn(params, key)
+            ret_g, loop_g = play_greedy(params, key)
             rows.append({"env_steps": meta.get("env_steps"), "drawn": float(ret_d.mean()),
                          "greedy": float(ret_g.mean()), "drawn_looped": float(loop_d.mean()),
                          "greedy_looped": float(loop_g.mean())})
             print(rows[-1], flush=True)
-    name = "_".join([args.env, *[o.split(".", 1)[1].replace("=", "") for o in args.env_overrides]])
+    name = results_name(args.env, args.env_overrides)
     write_results(f"offline_greedy_{name}", {"settings": vars(args), "rows": rows, "seconds": time.time() - t0})
     lines = [f"## The behaviour policies of the offline tables on {name}, drawing and greedy", "",
              f"`python benchmarks/offline_greedy.py --env {args.env}"

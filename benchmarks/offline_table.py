@@ -71,7 +71,7 @@ def main() -> None:
         write_scaling(args.scaling)
         return
     overrides = args.env_overrides + args.algo_overrides
-    name = "_".join([args.env, *[o.split(".", 1)[1].replace("=", "") for o in overrides]])
+    name = results_name(args.env, overrides)
     if args.table_only:
         write_table(name, json.loads((RESULTS / f"offline_{name}.json").read_text()))
         return
@@ -79,10 +79,7 @@ def main() -> None:
     t0 = time.time()
     out: dict = {"settings": vars(args), "datasets": {}, "rows": []}
     with tempfile.TemporaryDirectory() as tmp:
-        behaviour = coplay.train(["algo=mappo", *env_args, "seeds=1", f"total_steps={args.behaviour_steps}",
-                                  f"chunk_steps={args.behaviour_steps // args.behaviour_chunks}",
-                                  f"keep_checkpoints={args.behaviour_chunks}", "progress=false", "tensorboard=false",
-                                  f"out_dir={tmp}/runs"])
+        behaviour = behaviour_run(env_args, args.behaviour_steps, args.behaviour_chunks, f"{tmp}/runs")
         print(f"behaviour run: {behaviour.final_return} ({time.time() - t0:.0f} s)", flush=True)
         vault = Path(tmp) / f"{args.env}.vlt"
         for quality in [q for q in QUALITIES if q in ("poor", "good", *args.qualities)]:
@@ -112,6 +109,18 @@ def main() -> None:
         out = merged(json.loads(results.read_text()), out)
     write_results(f"offline_{name}", out)
     write_table(name, out)
+
+
+def results_name(env: str, overrides: list[str]) -> str:
+    """The results file's and section's name: the environment and its overrides, e.g. spread_n_agents6."""
+    return "_".join([env, *[o.split(".", 1)[1].replace("=", "") for o in overrides]])
+
+
+def behaviour_run(env_args: list[str], steps: int, chunks: int, out_dir: str):
+    """The MAPPO run the datasets are recorded from (deterministic from its settings),
+    one checkpoint kept per chunk."""
+    return coplay.train(["algo=mappo", *env_args, "seeds=1", f"total_steps={steps}", f"chunk_steps={steps // chunks}",
+                         f"keep_checkpoints={chunks}", "progress=false", "tensorboard=false", f"out_dir={out_dir}"])
 
 
 def merged(old: dict, new: dict) -> dict:
