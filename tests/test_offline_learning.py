@@ -182,6 +182,42 @@ def test_a_q_learner_sampling_draws_from_the_softmax_of_its_q_values_over_legal_
     np.testing.assert_allclose(got, want, atol=0.015)
 
 
+def test_a_q_learner_scales_the_datasets_rewards_by_reward_scale_or_by_its_returns_range(matrix_data, tmp_path):
+    from coplay.algos import iql_cql
+    from coplay.offline import dataset_stats, load
+
+    env = coplay.make("matrix", game="climbing", rounds=1)
+    path = matrix_data["climbing"]
+    returns = np.asarray(dataset_stats(load(path))["returns"])
+    recorded = np.asarray(load(path).experience["rewards"][0])
+    for fields, factor in (({}, 1.0), ({"reward_scale": 3.0}, 3.0),
+                           ({"reward_scale": 3.0, "reward_norm": "returns"}, 3.0 / (returns.max() - returns.min()))):
+        trainer = iql_cql.IQLCQL(iql_cql.Config(dataset=path, **fields), env, num_updates=1)
+        np.testing.assert_allclose(np.asarray(trainer.windows.arrays["reward"]), recorded * factor, rtol=1e-6)
+    assert returns.max() - returns.min() > 10       # climbing's payoffs: the range really divides
+    # a dataset whose episodes all return the same has no range to divide by
+    data = load(path)
+    data.experience["rewards"] = np.zeros_like(data.experience["rewards"])
+    flat = save(data, tmp_path / "flat.vlt" / "medium")
+    with pytest.raises(ConfigError, match="algo.reward_norm=returns: every episode of the dataset .* returns the same"):
+        iql_cql.IQLCQL(iql_cql.Config(dataset=str(flat), reward_norm="returns"), env, num_updates=1)
+
+
+def test_backup_acting_values_a_next_state_by_the_policy_the_agents_play(matrix_data):
+    from coplay.algos import iql_cql
+    from coplay.algos.common import q_learning as ql
+
+    env = coplay.make("matrix", game="climbing", rounds=1)
+    q_online, q_target = jnp.array([[0.0, 2.0, 1.0]]), jnp.array([[3.0, 1.0, 7.0]])
+    mask = jnp.array([[True, True, False]])
+    value = lambda **f: float(iql_cql.IQLCQL(iql_cql.Config(dataset=matrix_data["climbing"], **f), env, 1)  # noqa: E731
+                              .bootstrap(q_online, q_target, mask)[0])
+    greedy = float(ql.bootstrap_value(q_online, q_target, mask, double=True)[0])     # action 1's target value: 1
+    assert value() == value(backup="acting") == value(acting="sample") == greedy == 1.0
+    assert value(acting="sample", backup="acting") == pytest.approx(float(jax.nn.sigmoid(-2.0)) * 3 + float(
+        jax.nn.sigmoid(2.0)) * 1)
+
+
 # ----- refusals ---------------------------------------------------------------------------------------------
 
 
@@ -203,6 +239,9 @@ def test_an_offline_run_refuses_a_missing_dataset_or_one_of_another_environment(
     with pytest.raises(ConfigError, match="algo.eval_epsilon=0.1 is for algo.acting=greedy"):
         coplay.train(["algo=iql_cql", "env=matrix", f"algo.dataset={matrix_data['climbing']}", "algo.acting=sample",
                       "algo.eval_epsilon=0.1", f"out_dir={tmp_path}"])
+    with pytest.raises(ConfigError, match="algo.backup='acting': maicq bootstraps on the data's next action"):
+        coplay.train(["algo=maicq", "env=matrix", f"algo.dataset={matrix_data['climbing']}", "algo.backup=acting",
+                      f"out_dir={tmp_path}"])
 
 
 # ----- offline to online: init_from ------------------------------------------------------------------------

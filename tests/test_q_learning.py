@@ -59,6 +59,16 @@ def test_bootstrap_never_uses_an_illegal_action():
     assert float(ql.bootstrap_value(q_online, q_target, mask, double=False)[0]) == 3.0
 
 
+def test_expected_backup_is_the_softmax_policys_value_over_legal_actions():
+    q_online = jnp.array([[0.0, np.log(3.0), 9.0], [1.0, 1.0, 1.0]])
+    q_target = jnp.array([[2.0, 6.0, 50.0], [4.0, 5.0, 6.0]])
+    mask = jnp.array([[True, True, False], [False, False, False]])
+    got = np.asarray(ql.expected_value(q_online, q_target, mask))
+    # legal actions 0 and 1 drawn 1 : 3 (the online network's exp Q), valued by the target network;
+    # a row with no legal action is averaged over all of them (as masked_logits leaves it unmasked)
+    np.testing.assert_allclose(got, [0.25 * 2.0 + 0.75 * 6.0, 5.0], rtol=1e-6)
+
+
 def test_epsilon_greedy_respects_masks():
     key = jax.random.PRNGKey(0)
     q = jnp.tile(jnp.array([0.0, 10.0, 1.0, 2.0]), (2000, 1))

@@ -19,7 +19,8 @@ actions (1 under VDN). The policy is an implicit constraint: it is
 exp(Q / beta_pi)-tilted behaviour, so it only moves probability between actions
 the data took. The agents act greedily on pi (`algo.acting=sample`: draw from
 it). Temperatures default to the authors' (beta_pi = 0.1, beta_Q = 1000). The
-bootstrap is the data's next action, so `algo.double_q` is not read.
+bootstrap is the data's next action, so `algo.double_q` is not read, and
+`algo.backup` is refused.
 
 Why this actor-critic and not OMAR or IDDPG+BC: those two optimise continuous
 actions through the critic's gradient, and coplay's offline trainers, on the Q
@@ -40,6 +41,8 @@ from coplay.algos.base import Capabilities
 from coplay.algos.common import q_learning as ql
 from coplay.algos.common.offline import OfflineTeamConfig, OfflineTeamLearner
 from coplay.core.config import param
+from coplay.core.env import Env
+from coplay.core.errors import ConfigError
 from coplay.core.types import TimeStep
 from coplay.nets import distributions
 
@@ -62,6 +65,12 @@ class MAICQ(OfflineTeamLearner[Config]):
     name = "maicq"
     config_class = Config
     capabilities = Capabilities(recurrent=True, needs_global_state=True)
+
+    def __init__(self, config: Config, env: Env, num_updates: int):
+        if config.backup != "max":
+            raise ConfigError(f"algo.backup={config.backup!r}: maicq bootstraps on the data's next action (SARSA), "
+                              "so it reads no backup; leave algo.backup=max")
+        super().__init__(config, env, num_updates)
 
     def init_params(self, k_net: jax.Array, k_mix: jax.Array, ts: TimeStep) -> dict:
         params = super().init_params(k_net, k_mix, ts)

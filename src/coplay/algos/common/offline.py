@@ -35,7 +35,7 @@ from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.nets import distributions
-from coplay.offline.dataset import Dataset, load
+from coplay.offline.dataset import Dataset, dataset_stats, load
 from coplay.wrappers.agent_id import with_agent_id
 
 
@@ -101,12 +101,24 @@ class OfflineQConfig(OfflineConfig, ql.QLearnConfig):
 
     batch_size: int = param(128, "windows sampled per gradient step", min=1)
     target_interval: int = param(200, "gradient steps between target-network updates", min=1)
+    reward_scale: float = param(1.0, "multiply the dataset's rewards by this before learning. CQL's penalty and "
+                                     "the Boltzmann policy exp Q do not scale with the rewards: a larger scale weighs "
+                                     "the data's returns more beside the penalty (CORL's reward_scale)",
+                                min=0.0, min_exclusive=True)
+    reward_norm: str = param("none", "returns: first divide the rewards by the range of the dataset's episode "
+                                     "returns (max - min, as IQL does), so that one reward_scale suits environments "
+                                     "of any reward size; none: as recorded", choices=("none", "returns"))
+    backup: str = param("max", "a next state's value in the TD target: max (the greedy policy's: the best legal "
+                               "action's, double Q as double_q says) or acting (the value of the policy the agents "
+                               "play by: with acting=sample the expectation under softmax(Q), expected SARSA; with "
+                               "acting=greedy the same as max)", choices=("max", "acting"))
 
 
 class Windows:
-    """A dataset as arrays ready for sampling windows of `length` steps inside `jit`."""
+    """A dataset as arrays ready for sampling windows of `length` steps inside `jit`, its
+    rewards multiplied by `reward_scale`."""
 
-    def __init__(self, data: Dataset, length: int, agent_id: bool):
+    def __init__(self, data: Dataset, length: int, agent_id: bool, reward_scale: float = 1.0):
         e = data.experience
         obs = np.asarray(e["observations"][0], np.float32)                                 # [T, N, O]
         steps, n = obs.shape[:2]
@@ -119,7 +131,7 @@ class Windows:
         arrays = {
             "obs": with_agent_id(obs) if agent_id else obs,
             "action": np.asarray(e["actions"][0], np.int32),
-            "reward": np.asarray(e["rewards"][0], np.float32),
+            "reward": np.asarray(e["rewards"][0], np.float32) * np.float32(reward_scale),
             "done": end,
             "reset": np.concatenate([[True], end[:-1]]),
             "action_mask": legals,
@@ -185,7 +197,12 @@ class Offline(AgentLearner[Any]):
     def __init__(self, config: Any, env: Env, num_updates: int):
         super().__init__(config, env, num_updates)
         self.dataset = read_dataset(config, env)
-        self.windows = Windows(self.dataset, self.window, config.share_params and config.agent_id)
+        self.windows = Windows(self.dataset, self.window, config.share_params and config.agent_id,
+                               self.reward_multiplier())
+
+    def reward_multiplier(self) -> float:
+        """What the dataset's rewards are multiplied by before learning (1: as recorded)."""
+        return 1.0
 
     def sample(self, key: jax.Array) -> dict[str, jax.Array]:
         """`batch_size` windows `[L, B, ...]` (a recurrent agent's start from a zero state),
@@ -222,6 +239,28 @@ class OfflineQLearner(Offline, PolicyActing, QFamily[OC]):
 
     config_class = OfflineQConfig
     loss_name = "loss"         # the TD loss and the penalty together (each also logged alone)
+
+    def reward_multiplier(self) -> float:
+        """`algo.reward_scale`, over the range of the dataset's episode returns with
+        `algo.reward_norm=returns`."""
+        c = self.config
+        if c.reward_norm == "none":
+            return c.reward_scale
+        returns = np.asarray(dataset_stats(self.dataset)["returns"])
+        spread = float(np.max(returns) - np.min(returns)) if returns.size else 0.0
+        if spread <= 0:
+            raise ConfigError(f"algo.reward_norm=returns: every episode of the dataset at {c.dataset} returns the "
+                              f"same ({float(returns.flat[0]) if returns.size else 'no episodes'}), so there is no "
+                              "range to divide by; use algo.reward_norm=none")
+        return c.reward_scale / spread
+
+    def bootstrap(self, q_online: jax.Array, q_target: jax.Array, mask: jax.Array) -> jax.Array:
+        """With `algo.backup=acting` and `algo.acting=sample`, the next state's value under
+        the Boltzmann policy the agents draw from (`q_learning.expected_value`); else the
+        greedy policy's."""
+        if self.config.backup == "acting" and self.config.acting == "sample":
+            return ql.expected_value(q_online, q_target, mask)
+        return super().bootstrap(q_online, q_target, mask)
 
     def independent_parts(self, params: dict, target_params: dict, w: dict[str, jax.Array]):
         """Independent learners' TD loss: (q [T, B, N, A], td loss, targets [T, B, N], w)."""

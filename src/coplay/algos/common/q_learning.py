@@ -108,6 +108,15 @@ def bootstrap_value(q_online: jax.Array, q_target: jax.Array, mask: jax.Array, d
     return chosen(q_target, best)
 
 
+def expected_value(q_online: jax.Array, q_target: jax.Array, mask: jax.Array) -> jax.Array:
+    """The value of a next state [...] under the Boltzmann policy softmax(Q) over its
+    legal actions: sum_a pi(a) Q_target(a), pi = softmax of the online network's
+    Q-values (expected SARSA, van Seijen et al. 2009, for the policy that draws
+    from exp Q); pi is held constant in the gradient."""
+    pi = jax.nn.softmax(distributions.masked_logits(jax.lax.stop_gradient(q_online), mask), axis=-1)
+    return jnp.sum(pi * jnp.where(mask | ~jnp.any(mask, axis=-1, keepdims=True), q_target, 0.0), axis=-1)
+
+
 def n_step_targets(reward: jax.Array, done: jax.Array, next_value: jax.Array, gamma: float,
                    n: int, start: int = 0) -> jax.Array:
     """n-step TD targets for positions start .. start+T-1 of a window.

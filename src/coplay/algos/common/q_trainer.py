@@ -241,8 +241,13 @@ class QFamily(AgentLearner[LC]):
         q_target = self._unroll(target_params["agent"], w)
         w = {k: v[self.burn_in:] for k, v in w.items()}
         q_taken = ql.chosen(q[:t], w["action"][:t])
-        next_value = ql.bootstrap_value(q[n:n + t], q_target[n:n + t], w["action_mask"][n:n + t], c.double_q)
+        next_value = self.bootstrap(q[n:n + t], q_target[n:n + t], w["action_mask"][n:n + t])
         return q[:t], q_taken, next_value, w
+
+    def bootstrap(self, q_online: jax.Array, q_target: jax.Array, mask: jax.Array) -> jax.Array:
+        """A next state's value from its Q-values [..., A] (online and target network's):
+        the greedy policy's (`q_learning.bootstrap_value`)."""
+        return ql.bootstrap_value(q_online, q_target, mask, self.config.double_q)
 
 
 class QLearner(QFamily[QC]):
