@@ -4,6 +4,8 @@
     python benchmarks/grpo_roles.py --quick         # 1 seed, a few updates, nothing written
     python benchmarks/grpo_roles.py --only "dr_mas, repeat_penalty 4 on the proposer"
                                                     # one setting's curve, printed; nothing written
+    python benchmarks/grpo_roles.py --only "..." --updates 600 --section grpo_roles_moves
+                                                    # the same, written to BENCHMARKS.md
 
 Learning. `algo=grpo` (one model for the three roles, conditioned on the role)
 trains on `text:arithmetic_roles` through `coplay.train`, with sums of operands
@@ -23,6 +25,11 @@ verifier's rate of right verdicts and the solver's rate of right answers are
 read from the run's own evaluations (`eval/verified`, `eval/solved`, sampled).
 
 Settings. The same with other estimators and regularisers (one line each).
+
+Tracking. Whether the proposer follows the solver: at each checkpoint, the
+learnability for the present solver of the problems the present proposer poses,
+against those posed by the proposer of an earlier checkpoint and against all
+problems alike (`tracking`; printed and written for `--only` runs).
 
 Dr. MAS. With `reward_scale=1,100,1` (the solver's rewards x100), GRPO's
 pooled z-score (all roles of a group together) against Dr. MAS's per-role one,
@@ -74,6 +81,20 @@ EXTRA = {
     "dr_mas, repeat_penalty 4 on the proposer, claim_reward 0.25": {
         **BASE, "repeat_penalty": 4.0, "repeat_agents": "0", "env": {"claim_reward": 0.25}},
     "dr_mas, claim_reward 0.25": {**BASE, "env": {"claim_reward": 0.25}},
+    "dr_mas, repeat_penalty 4 on the proposer, claim_reward 0.25, 4 attempts": {
+        **BASE, "repeat_penalty": 4.0, "repeat_agents": "0", "env": {"claim_reward": 0.25, "attempts": 4}},
+    "dr_mas, decoding moves, repeat_penalty 4 on the proposer, claim_reward 0.25, 4 attempts": {
+        **BASE, "decoding": "moves", "repeat_penalty": 4.0, "repeat_agents": "0",
+        "env": {"claim_reward": 0.25, "attempts": 4}},
+    "dr_mas, ent_coef 0.05, decoding moves, repeat_penalty 4 on the proposer, claim_reward 0.25, 4 attempts": {
+        **BASE, "ent_coef": 0.05, "decoding": "moves", "repeat_penalty": 4.0, "repeat_agents": "0",
+        "env": {"claim_reward": 0.25, "attempts": 4}},
+    "dr_mas, ent_coef 0.05, decoding moves, repeat_penalty 4 on the proposer, claim_reward 0, 4 attempts": {
+        **BASE, "ent_coef": 0.05, "decoding": "moves", "repeat_penalty": 4.0, "repeat_agents": "0",
+        "env": {"claim_reward": 0.0, "attempts": 4}},
+    "dr_mas, ent_coef 0.1, decoding moves, repeat_penalty 4 on the proposer, claim_reward 0, 4 attempts": {
+        **BASE, "ent_coef": 0.1, "decoding": "moves", "repeat_penalty": 4.0, "repeat_agents": "0",
+        "env": {"claim_reward": 0.0, "attempts": 4}},
 }
 SCALE = "1,100,1"
 
@@ -118,12 +139,28 @@ def exact_scores(env, model, params, shared: bool) -> dict:
     entropy = -(share * np.log(np.maximum(share, 1e-12))).sum(-1)
     return {"solver_all": solve.mean(-1), "solver_posed": (share * solve).sum(-1), "valid": valid,
             "claim": claim, "problems": np.exp(entropy), "learn_posed": (share * learn).sum(-1),
-            "learn_all": learn.mean(-1)}
+            "learn_all": learn.mean(-1), "share": share, "solve": solve}
 
 
-def curve(result, rows: list[dict], algo: dict, seeds: int, updates: int) -> list[dict]:
+def tracking(points: list[dict], lag: int) -> dict:
+    """Does the proposer follow the solver? At each checkpoint t (from `lag` on), per seed:
+    the learnability, for the solver of t, of the problems posed by the proposer of t
+    (`now`), of those posed by the proposer of `lag` checkpoints earlier (`stale`), and of
+    all problems alike (`uniform`). A proposer that tracks the solver's changing ability
+    fits the present solver better than its own earlier self did (now > stale); one that
+    only prefers problems of lasting difficulty scores now = stale. Means over t, per seed."""
+    rows = []
+    for before, at in zip(points, points[lag:]):
+        share, old, solve = (np.asarray(x) for x in (at["share"], before["share"], at["solve"]))
+        learn = 4 * solve * (1 - solve)
+        rows.append(((share * learn).sum(-1), (old * learn).sum(-1), learn.mean(-1)))
+    now, stale, uniform = (np.mean([r[i] for r in rows], axis=0) for i in range(3))
+    return {"now": now.tolist(), "stale": stale.tolist(), "uniform": uniform.tolist(), "lag": lag}
+
+
+def curve(result, rows: list[dict], algo: dict, seeds: int, updates: int, env_settings: dict = ENV) -> list[dict]:
     """Exact scores of every checkpoint and the run's evaluations, per chunk: values per seed."""
-    env = coplay.make("text:arithmetic_roles", **ENV)
+    env = coplay.make("text:arithmetic_roles", **env_settings)
     config = Config(**{**MODEL, **algo})          # (the model does not depend on num_envs)
     model = GRPO(config, env, 1).model
     points = []
@@ -278,17 +315,62 @@ def findings(learning: dict, scaled: list[dict], seeds: int) -> str:
     return text
 
 
-def only(name: str, algo: dict, seeds: int, updates: int) -> None:
+ONLY_KEYS = ("solver_all", "solver_posed", "valid", "claim", "problems", "learn_posed", "learn_all", "verified_eval")
+LAGS = (1, 3)      # checkpoints between the proposer compared and the present one (1 = one chunk)
+
+
+def only(name: str, algo: dict, seeds: int, updates: int, section: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         algo = dict(algo)
-        result, rows, seconds = train(algo, {**ENV, **algo.pop("env", {})}, seeds, updates, Path(tmp), "only")
-        points = curve(result, rows, algo, seeds, updates)
-    keys = ("solver_all", "solver_posed", "valid", "claim", "problems", "learn_posed", "learn_all", "verified_eval")
-    print(f"{name}: {algo}, {seeds} seeds, {updates} updates, {seconds:.0f} s; IQM over seeds")
-    print("| updates | " + " | ".join(keys) + " |")
-    for p in points:
-        print(f"| {p['updates']} | " + " | ".join(f"{iqm(p[k]):.2f}" for k in keys) + " |")
-    print("per seed at the end:", {k: np.round(points[-1][k], 2).tolist() for k in ("solver_all", "problems")})
+        env = {**ENV, **algo.pop("env", {})}
+        result, rows, seconds = train(algo, env, seeds, updates, Path(tmp), "only")
+        points = curve(result, rows, algo, seeds, updates, env)
+    r = {"name": name, "algo": algo, "env": env, "seeds": seeds, "updates": updates, "seconds": seconds,
+         "points": points, "tracking": [tracking(points, lag) for lag in LAGS], "machine": machine()}
+    text = only_table(r, section)
+    print(text)
+    if section:
+        (Path(__file__).resolve().parent / "results" / f"{section}.json").write_text(json.dumps(r, indent=1))
+        write_section(section, text)
+
+
+def only_table(r: dict, section: str | None) -> str:
+    """One setting's curve (IQM over seeds of the exact scores per chunk) and whether its
+    proposer tracks the solver (`tracking`)."""
+    per_chunk = r["updates"] // CHUNKS
+    command = f"python benchmarks/grpo_roles.py --only \"{r['name']}\" --seeds {r['seeds']} --updates {r['updates']}"
+    lines = [
+        f"## Three roles: {r['name']}",
+        "",
+        f"`{command}{f' --section {section}' if section else ''}` on {r['machine']} "
+        f"({r['seconds']:.0f} s). `text:arithmetic_roles` with "
+        f"{', '.join(f'{k}={v}' for k, v in r['env'].items())}; `algo=grpo` with "
+        f"{', '.join(f'{k}={v}' for k, v in {**MODEL, **r['algo']}.items())}, {EPISODES} episodes per update. "
+        "Exact scores as in the main table, IQM over seeds.",
+        "",
+        "| updates | solver, all problems | solver, posed problems | proposer well-formed | right claim "
+        "| problems posed | learnability posed / all | verifier right |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for p in r["points"]:
+        lines.append(f"| {p['updates']} | {iqm(p['solver_all']):.2f} | {posed(p, 'solver_posed')} "
+                     f"| {iqm(p['valid']):.2f} | {posed(p, 'claim')} | {posed(p, 'problems', '.1f')} "
+                     f"| {posed(p, 'learn_posed')} / {iqm(p['learn_all']):.2f} | {iqm(p['verified_eval']):.2f} |")
+    lines += [
+        "",
+        "Does the proposer track the solver? At each checkpoint, the learnability 4p(1-p) for the present "
+        "solver of the problems the present proposer poses (now), of those the proposer of an earlier "
+        "checkpoint posed (stale), and of all problems alike (uniform); mean over checkpoints, per seed. A "
+        "proposer that follows the solver's changing ability has now > stale.",
+        "",
+        "| lag | seed | now | stale | uniform |",
+        "|---|---|---|---|---|",
+    ]
+    for t in r["tracking"]:
+        for s in range(r["seeds"]):
+            lines.append(f"| {t['lag'] * per_chunk} updates | {s} | {t['now'][s]:.3f} | {t['stale'][s]:.3f} "
+                         f"| {t['uniform'][s]:.3f} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -298,10 +380,11 @@ def main() -> None:
     parser.add_argument("--scaled-updates", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="1 seed, 20 updates, nothing written")
     parser.add_argument("--only", choices=[*SETTINGS, *EXTRA], help="run this setting alone and print its curve "
-                        "(IQM over seeds of the exact scores per chunk); nothing written")
+                        "(IQM over seeds of the exact scores per chunk); nothing written without --section")
+    parser.add_argument("--section", help="with --only: write its table to BENCHMARKS.md under this name")
     args = parser.parse_args()
     if args.only:
-        only(args.only, {**SETTINGS, **EXTRA}[args.only], args.seeds, args.updates)
+        only(args.only, {**SETTINGS, **EXTRA}[args.only], args.seeds, args.updates, args.section)
         return
     seeds, updates, scaled_updates = (1, 20, 20) if args.quick else (args.seeds, args.updates, args.scaled_updates)
     runs = []
