@@ -215,6 +215,18 @@ def posed(point: dict, key: str, spec: str = ".2f") -> str:
     return "-" if iqm(point["valid"]) < 0.05 else format(iqm(point[key]), spec)
 
 
+def curve_table(points: list[dict]) -> list[str]:
+    """The exact scores per checkpoint, IQM over seeds, as table lines."""
+    lines = ["| updates | solver, all problems | solver, posed problems | proposer well-formed | right claim "
+             "| problems posed | learnability posed / all | verifier right |",
+             "|---|---|---|---|---|---|---|---|"]
+    for p in points:
+        lines.append(f"| {p['updates']} | {iqm(p['solver_all']):.2f} | {posed(p, 'solver_posed')} "
+                     f"| {iqm(p['valid']):.2f} | {posed(p, 'claim')} | {posed(p, 'problems', '.1f')} "
+                     f"| {posed(p, 'learn_posed')} / {iqm(p['learn_all']):.2f} | {iqm(p['verified_eval']):.2f} |")
+    return lines
+
+
 def tables(learning: dict, settings: list[dict], scaled: list[dict], info: str, seeds: int, updates: int,
            scaled_updates: int) -> str:
     env = ", ".join(f"{k}={v}" for k, v in ENV.items())
@@ -233,14 +245,8 @@ def tables(learning: dict, settings: list[dict], scaled: list[dict], info: str, 
         "",
         f"Main run: {', '.join(f'{k}={v}' for k, v in BASE.items())} ({learning['seconds']:g} s).",
         "",
-        "| updates | solver, all problems | solver, posed problems | proposer well-formed | right claim "
-        "| problems posed | learnability posed / all | verifier right |",
-        "|---|---|---|---|---|---|---|---|",
+        *curve_table(learning["points"]),
     ]
-    for p in learning["points"]:
-        lines.append(f"| {p['updates']} | {iqm(p['solver_all']):.2f} | {posed(p, 'solver_posed')} "
-                     f"| {iqm(p['valid']):.2f} | {posed(p, 'claim')} | {posed(p, 'problems', '.1f')} "
-                     f"| {posed(p, 'learn_posed')} / {iqm(p['learn_all']):.2f} | {iqm(p['verified_eval']):.2f} |")
     lines += [
         "",
         "Per seed at the end (solver on all problems; proposer well-formed; problems posed):",
@@ -348,14 +354,8 @@ def only_table(r: dict, section: str | None) -> str:
         f"{', '.join(f'{k}={v}' for k, v in {**MODEL, **r['algo']}.items())}, {EPISODES} episodes per update. "
         "Exact scores as in the main table, IQM over seeds.",
         "",
-        "| updates | solver, all problems | solver, posed problems | proposer well-formed | right claim "
-        "| problems posed | learnability posed / all | verifier right |",
-        "|---|---|---|---|---|---|---|---|",
+        *curve_table(r["points"]),
     ]
-    for p in r["points"]:
-        lines.append(f"| {p['updates']} | {iqm(p['solver_all']):.2f} | {posed(p, 'solver_posed')} "
-                     f"| {iqm(p['valid']):.2f} | {posed(p, 'claim')} | {posed(p, 'problems', '.1f')} "
-                     f"| {posed(p, 'learn_posed')} / {iqm(p['learn_all']):.2f} | {iqm(p['verified_eval']):.2f} |")
     lines += [
         "",
         "Does the proposer track the solver? At each checkpoint, the learnability 4p(1-p) for the present "
