@@ -15,6 +15,11 @@ reward, done, reset, action_mask, active, global_state), read from the stream
 of episodes: positions t .. t + L - 1 for a start t drawn uniformly, episode
 ends marked by `done` so that no target reaches across them. A recurrent agent
 starts each window from a zero state (warmed by `burn_in` steps).
+
+A Q-learner's rewards may be rescaled as they are read (`algo.reward_scale`,
+after `algo.reward_norm=returns` divides them by the range of the dataset's
+episode returns): CQL's penalty does not scale with the rewards, so their size
+decides how much the data's returns, beside the penalty, shape the policy.
 """
 
 from __future__ import annotations
