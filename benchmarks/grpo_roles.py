@@ -146,16 +146,21 @@ def tracking(points: list[dict], lag: int) -> dict:
     """Does the proposer follow the solver? At each checkpoint t (from `lag` on), per seed:
     the learnability, for the solver of t, of the problems posed by the proposer of t
     (`now`), of those posed by the proposer of `lag` checkpoints earlier (`stale`), and of
-    all problems alike (`uniform`). A proposer that tracks the solver's changing ability
-    fits the present solver better than its own earlier self did (now > stale); one that
-    only prefers problems of lasting difficulty scores now = stale. Means over t, per seed."""
+    all problems alike (`uniform`); and the correlation, over the problems, between how
+    much more the proposer poses each and how much more learnable it has become since then
+    (`follow`). A proposer that tracks the solver's changing ability fits the present
+    solver better than its own earlier self did (now > stale) and moves towards the
+    problems that became learnable (follow > 0); one that only prefers problems of lasting
+    difficulty scores now = stale and follow = 0. Means over t, per seed."""
     rows = []
     for before, at in zip(points, points[lag:]):
-        share, old, solve = (np.asarray(x) for x in (at["share"], before["share"], at["solve"]))
-        learn = 4 * solve * (1 - solve)
-        rows.append(((share * learn).sum(-1), (old * learn).sum(-1), learn.mean(-1)))
-    now, stale, uniform = (np.mean([r[i] for r in rows], axis=0) for i in range(3))
-    return {"now": now.tolist(), "stale": stale.tolist(), "uniform": uniform.tolist(), "lag": lag}
+        share, old, solve, was = (np.asarray(x) for x in (at["share"], before["share"], at["solve"], before["solve"]))
+        learn, learned = 4 * solve * (1 - solve), 4 * was * (1 - was)
+        follow = [np.corrcoef(share[s] - old[s], learn[s] - learned[s])[0, 1] for s in range(len(share))]
+        rows.append(((share * learn).sum(-1), (old * learn).sum(-1), learn.mean(-1), np.asarray(follow)))
+    now, stale, uniform, follow = (np.nanmean([r[i] for r in rows], axis=0) for i in range(4))
+    return {"now": now.tolist(), "stale": stale.tolist(), "uniform": uniform.tolist(), "follow": follow.tolist(),
+            "lag": lag}
 
 
 def curve(result, rows: list[dict], algo: dict, seeds: int, updates: int, env_settings: dict = ENV) -> list[dict]:
@@ -332,7 +337,7 @@ def only(name: str, algo: dict, seeds: int, updates: int, section: str | None) -
         result, rows, seconds = train(algo, env, seeds, updates, Path(tmp), "only")
         points = curve(result, rows, algo, seeds, updates, env)
     r = {"name": name, "algo": algo, "env": env, "seeds": seeds, "updates": updates, "seconds": seconds,
-         "points": points, "tracking": [tracking(points, lag) for lag in LAGS], "machine": machine()}
+         "points": points, "machine": machine()}
     text = only_table(r, section)
     print(text)
     if section:
@@ -360,16 +365,18 @@ def only_table(r: dict, section: str | None) -> str:
         "",
         "Does the proposer track the solver? At each checkpoint, the learnability 4p(1-p) for the present "
         "solver of the problems the present proposer poses (now), of those the proposer of an earlier "
-        "checkpoint posed (stale), and of all problems alike (uniform); mean over checkpoints, per seed. A "
-        "proposer that follows the solver's changing ability has now > stale.",
+        "checkpoint posed (stale), and of all problems alike (uniform); and the correlation over the 25 "
+        "problems between how much more the proposer poses each since that checkpoint and how much more "
+        "learnable it has become (follow); means over checkpoints, per seed. A proposer that follows the "
+        "solver's changing ability has now > stale and follow > 0.",
         "",
-        "| lag | seed | now | stale | uniform |",
-        "|---|---|---|---|---|",
+        "| lag | seed | now | stale | uniform | follow |",
+        "|---|---|---|---|---|---|",
     ]
-    for t in r["tracking"]:
+    for t in (tracking(r["points"], lag) for lag in LAGS):
         for s in range(r["seeds"]):
             lines.append(f"| {t['lag'] * per_chunk} updates | {s} | {t['now'][s]:.3f} | {t['stale'][s]:.3f} "
-                         f"| {t['uniform'][s]:.3f} |")
+                         f"| {t['uniform'][s]:.3f} | {t['follow'][s]:.2f} |")
     return "\n".join(lines)
 
 
