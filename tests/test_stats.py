@@ -49,3 +49,14 @@ def test_columns_bootstrapped_together_match_separate_calls():
         width = alone.high - alone.low
         assert est.value == alone.value
         assert abs(est.low - alone.low) < 0.1 * width and abs(est.high - alone.high) < 0.1 * width
+
+
+def test_the_interval_is_the_same_on_every_call_and_leaves_numpys_generator_alone():
+    x = np.random.default_rng(3).normal(size=(10, 1))
+    np.random.seed(7)
+    want_next = np.random.rand()
+    np.random.seed(7)
+    first, again = iqm_ci(x)[0], iqm_ci(x)[0]
+    assert (first.low, first.high) == (again.low, again.high)
+    assert iqm_ci(x, seed=1)[0].low != first.low          # the seed is what fixes it
+    assert np.random.rand() == want_next                   # the caller's draws go on as before

@@ -54,12 +54,20 @@ def iqm_ci(scores: np.ndarray, reps: int = 2000, confidence: float = 0.95, seed:
     point = iqm(scores, axis=0)
     if runs < 2:
         return [Estimate(float(v), float(v), float(v), runs) for v in point]
-    with warnings.catch_warnings():  # arch deprecates the RandomState that rliable passes
-        warnings.simplefilter("ignore", FutureWarning)
-        _, interval = rly.get_interval_estimates(
-            {"scores": scores}, lambda s: iqm(s, axis=0), reps=reps,
-            confidence_interval_size=confidence, random_state=np.random.RandomState(seed),
-        )
+    # rliable's stratified bootstrap draws its resamples from numpy's global generator
+    # (np.random.choice), whatever random_state it is given: seed that generator for the
+    # call, so the interval is the same every time, and put its state back after
+    outside = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        with warnings.catch_warnings():  # arch deprecates the RandomState that rliable passes
+            warnings.simplefilter("ignore", FutureWarning)
+            _, interval = rly.get_interval_estimates(
+                {"scores": scores}, lambda s: iqm(s, axis=0), reps=reps,
+                confidence_interval_size=confidence, random_state=np.random.RandomState(seed),
+            )
+    finally:
+        np.random.set_state(outside)
     lo, hi = interval["scores"]
     return [Estimate(float(p), float(a), float(b), runs) for p, a, b in zip(point, lo, hi)]
 
