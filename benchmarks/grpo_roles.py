@@ -92,6 +92,9 @@ EXTRA = {
     "dr_mas, ent_coef 0.05, decoding moves, repeat_penalty 4 on the proposer, claim_reward 0, 4 attempts": {
         **BASE, "ent_coef": 0.05, "decoding": "moves", "repeat_penalty": 4.0, "repeat_agents": "0",
         "env": {"claim_reward": 0.0, "attempts": 4}},
+    "dr_mas, ent_coef 0.05, decoding moves, repeat_penalty 1 on the proposer, claim_reward 0, 4 attempts": {
+        **BASE, "ent_coef": 0.05, "decoding": "moves", "repeat_penalty": 1.0, "repeat_agents": "0",
+        "env": {"claim_reward": 0.0, "attempts": 4}},
     "dr_mas, ent_coef 0.1, decoding moves, repeat_penalty 4 on the proposer, claim_reward 0, 4 attempts": {
         **BASE, "ent_coef": 0.1, "decoding": "moves", "repeat_penalty": 4.0, "repeat_agents": "0",
         "env": {"claim_reward": 0.0, "attempts": 4}},
