@@ -114,7 +114,7 @@ def expected_value(q_online: jax.Array, q_target: jax.Array, mask: jax.Array) ->
     Q-values (expected SARSA, van Seijen et al. 2009, for the policy that draws
     from exp Q); pi is held constant in the gradient."""
     pi = jax.nn.softmax(distributions.masked_logits(jax.lax.stop_gradient(q_online), mask), axis=-1)
-    return jnp.sum(pi * jnp.where(mask | ~jnp.any(mask, axis=-1, keepdims=True), q_target, 0.0), axis=-1)
+    return jnp.sum(pi * q_target, axis=-1)          # an illegal action's probability is exactly 0
 
 
 def n_step_targets(reward: jax.Array, done: jax.Array, next_value: jax.Array, gamma: float,
