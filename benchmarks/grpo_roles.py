@@ -29,7 +29,8 @@ Settings. The same with other estimators and regularisers (one line each).
 Tracking. Whether the proposer follows the solver: at each checkpoint, the
 learnability for the present solver of the problems the present proposer poses,
 against those posed by the proposer of an earlier checkpoint and against all
-problems alike (`tracking`; printed and written for `--only` runs).
+problems alike, and whether it poses more of the problems that have become more
+learnable (`tracking`; printed and written for `--only` runs).
 
 Dr. MAS. With `reward_scale=1,100,1` (the solver's rewards x100), GRPO's
 pooled z-score (all roles of a group together) against Dr. MAS's per-role one,
@@ -53,7 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, write_section  # noqa: E402
+from _common import ROOT, write_results, write_section  # noqa: E402
 from train_throughput import machine  # noqa: E402
 
 import coplay  # noqa: E402
@@ -329,7 +330,6 @@ def findings(learning: dict, scaled: list[dict], seeds: int) -> str:
     return text
 
 
-ONLY_KEYS = ("solver_all", "solver_posed", "valid", "claim", "problems", "learn_posed", "learn_all", "verified_eval")
 LAGS = (1, 3)      # checkpoints between the proposer compared and the present one (1 = one chunk)
 
 
@@ -344,7 +344,7 @@ def only(name: str, algo: dict, seeds: int, updates: int, section: str | None) -
     text = only_table(r, section)
     print(text)
     if section:
-        (Path(__file__).resolve().parent / "results" / f"{section}.json").write_text(json.dumps(r, indent=1))
+        write_results(section, r)
         write_section(section, text)
 
 
