@@ -18,10 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 from _common import ROOT, cores, cpu_model, write_section
+
 N_AGENTS = 3
 
 

@@ -25,7 +25,6 @@ from coplay.lm.config import Config
 from coplay.lm.grpo import LMGRPO
 from coplay.lm.models import tiny_model
 
-
 # What this script found with --lr 3e-4 --kl-coef 0.2 (kept in the section when it is rewritten).
 EARLIER = """With `--lr 3e-4 --kl-coef 0.2` (80 updates) every estimator went from 0.480 to 0.333 within 20 updates and stayed:
 the model bet at every information set with probability 0.99, the same strategy everywhere (spread 0). At the start

@@ -27,8 +27,8 @@ from _common import ROOT, write_section  # noqa: E402
 from train_throughput import machine  # noqa: E402
 
 import coplay  # noqa: E402
-from coplay.experiment.config import parse_overrides  # noqa: E402
 from coplay.algos.common.evaluation import make_evaluator  # noqa: E402
+from coplay.experiment.config import parse_overrides  # noqa: E402
 from coplay.experiment.runner import init_state, plan  # noqa: E402
 
 

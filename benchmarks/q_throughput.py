@@ -36,9 +36,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, write_section  # noqa: E402
-from coplay.eval.stats import summarize  # noqa: E402
-from coplay.experiment.config import parse_overrides  # noqa: E402
 from train_throughput import machine, timed_run  # noqa: E402
+
+from coplay.experiment.config import parse_overrides  # noqa: E402
 
 ENVS = {
     "spread": ["env=spread"],

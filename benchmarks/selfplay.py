@@ -270,7 +270,7 @@ def pettingzoo_random(module: str, min_seconds: float, repeats: int, skip: bool 
     def play_one() -> int:
         env.reset(seed=int(rng.integers(1 << 30)))
         moves = 0
-        for agent in env.agent_iter():
+        for _agent in env.agent_iter():
             obs, _, terminated, truncated, _ = env.last()
             if terminated or truncated:
                 action = None
