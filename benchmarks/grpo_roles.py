@@ -376,32 +376,30 @@ def only_table(r: dict, section: str | None) -> str:
         "| lag | seed | now | stale | uniform | follow |",
         "|---|---|---|---|---|---|",
     ]
-    for t in (tracking(r["points"], lag) for lag in LAGS):
+    tracks = [tracking(r["points"], lag) for lag in LAGS]
+    for t in tracks:
         for s in range(r["seeds"]):
             lines.append(f"| {t['lag'] * per_chunk} updates | {s} | {t['now'][s]:.3f} | {t['stale'][s]:.3f} "
                          f"| {t['uniform'][s]:.3f} | {t['follow'][s]:.2f} |")
     lines += ["", "Over the seeds, IQM [95% CI] of each seed's mean over checkpoints, and the seeds on the side "
               "of tracking:", "", "| lag | now - stale | seeds now > stale | follow | seeds follow > 0 |",
               "|---|---|---|---|---|"]
-    for lag, s in tracking_summary(r["points"]).items():
-        lines.append(f"| {lag * per_chunk} updates | {s['gain']} | {s['gain_seeds']} | {s['follow']} "
+    for t in tracks:
+        s = tracking_summary(t)
+        lines.append(f"| {t['lag'] * per_chunk} updates | {s['gain']} | {s['gain_seeds']} | {s['follow']} "
                      f"| {s['follow_seeds']} |")
     return "\n".join(lines)
 
 
-def tracking_summary(points: list[dict]) -> dict[int, dict[str, str]]:
-    """`tracking` pooled over the seeds, per lag: the IQM and 95% CI over seeds of now - stale
+def tracking_summary(t: dict) -> dict[str, str]:
+    """One lag's `tracking` pooled over the seeds: the IQM and 95% CI over seeds of now - stale
     and of follow, and how many seeds have each above 0."""
-    out = {}
-    for lag in LAGS:
-        t = tracking(points, lag)
-        gain, follow = np.asarray(t["now"]) - np.asarray(t["stale"]), np.asarray(t["follow"])
-        g, f = summarize(gain), summarize(follow)
-        out[lag] = {"gain": f"{g.value:+.3f} [{g.low:+.3f}, {g.high:+.3f}]",
-                    "gain_seeds": f"{int((gain > 0).sum())} of {len(gain)}",
-                    "follow": f"{f.value:+.2f} [{f.low:+.2f}, {f.high:+.2f}]",
-                    "follow_seeds": f"{int((follow > 0).sum())} of {len(follow)}"}
-    return out
+    gain, follow = np.asarray(t["now"]) - np.asarray(t["stale"]), np.asarray(t["follow"])
+    g, f = summarize(gain), summarize(follow)
+    return {"gain": f"{g.value:+.3f} [{g.low:+.3f}, {g.high:+.3f}]",
+            "gain_seeds": f"{int((gain > 0).sum())} of {len(gain)}",
+            "follow": f"{f.value:+.2f} [{f.low:+.2f}, {f.high:+.2f}]",
+            "follow_seeds": f"{int((follow > 0).sum())} of {len(follow)}"}
 
 
 def main() -> None:
