@@ -55,7 +55,12 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=500)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--grad-steps", type=int, default=5000)
-    ap.add_argument("--eval-episodes", type=int, default=32)
+    ap.add_argument("--eval-episodes", type=int, default=32,
+                    help="episodes that score each behaviour checkpoint and random play when the datasets are made")
+    ap.add_argument("--score-episodes", type=int, default=None,
+                    help="episodes per seed that score each offline trainer (default: --eval-episodes); every "
+                         "trainer is scored on the same episodes' starts, so their shared draw moves every "
+                         "column alike")
     ap.add_argument("--algos", nargs="*", default=list(ALGOS))
     ap.add_argument("--qualities", nargs="*", default=list(QUALITIES), choices=QUALITIES,
                     help="the datasets trained on (poor and good are always recorded: they set the scale)")
@@ -71,7 +76,7 @@ def main() -> None:
         write_scaling(args.scaling)
         return
     overrides = args.env_overrides + args.algo_overrides
-    name = results_name(args.env, overrides)
+    name = results_name(args.env, overrides) + (f"_score{args.score_episodes}" if args.score_episodes else "")
     if args.table_only:
         write_table(name, json.loads((RESULTS / f"offline_{name}.json").read_text()))
         return
@@ -99,8 +104,8 @@ def main() -> None:
                 t = time.time()
                 run = coplay.train([f"algo={algo}", *env_args, f"algo.dataset={d['path']}", f"seeds={args.seeds}",
                                     f"total_steps={args.grad_steps}", f"chunk_steps={args.grad_steps}",
-                                    f"eval_episodes={args.eval_episodes}", "progress=false", "tensorboard=false",
-                                    f"out_dir={tmp}/runs", *args.algo_overrides])
+                                    f"eval_episodes={args.score_episodes or args.eval_episodes}", "progress=false",
+                                    "tensorboard=false", f"out_dir={tmp}/runs", *args.algo_overrides])
                 out["rows"].append({"quality": quality, "algo": algo, "per_seed": run.final_return["per_seed"],
                                     "seconds": time.time() - t})
                 print(quality, algo, run.final_return["iqm"], f"{time.time() - t:.0f} s", flush=True)
@@ -166,9 +171,12 @@ def write_table(name: str, out: dict) -> None:
              + (f" --algo-overrides {' '.join(a.algo_overrides)}" if getattr(a, "algo_overrides", []) else "")
              + (f" --algos {' '.join(a.algos)}" if list(a.algos) != list(ALGOS) else "")
              + f" --behaviour-steps {a.behaviour_steps} --episodes {a.episodes} --seeds {a.seeds} "
-               f"--grad-steps {a.grad_steps}` ({out['seconds'] / 60:.0f} min). Datasets of {a.episodes} episodes "
+               f"--grad-steps {a.grad_steps}"
+             + (f" --score-episodes {a.score_episodes}" if getattr(a, "score_episodes", None) else "")
+             + f"` ({out['seconds'] / 60:.0f} min). Datasets of {a.episodes} episodes "
                f"from a MAPPO run of {a.behaviour_steps:,} steps; per-agent returns. Normalised score, IQM [95% CI] "
-               f"over {a.seeds} seeds: (return - random play's {random:.2f}) / (the best behaviour policy's {best:.2f} "
+               f"over {a.seeds} seeds, each scored on {getattr(a, 'score_episodes', None) or a.eval_episodes} "
+               f"episodes: (return - random play's {random:.2f}) / (the best behaviour policy's {best:.2f} "
                "- random play's), each the mean return of its dataset (poor, good); in brackets, the return's IQM.",
              "",
              "| dataset | mean return | best episode | " + " | ".join(a.algos) + " |",
