@@ -57,6 +57,9 @@ def main() -> None:
     ap.add_argument("--grad-steps", type=int, default=5000)
     ap.add_argument("--eval-episodes", type=int, default=32,
                     help="episodes that score each behaviour checkpoint and random play when the datasets are made")
+    ap.add_argument("--data-seed", type=int, default=0,
+                    help="seed of the behaviour run (and, plus one, of the recording): another seed gives "
+                         "other datasets of the same qualities, to check settings found on the default ones")
     ap.add_argument("--score-episodes", type=int, default=None,
                     help="episodes per seed that score each offline trainer (default: --eval-episodes); every "
                          "trainer is scored on the same episodes' starts, so their shared draw moves every "
@@ -76,7 +79,8 @@ def main() -> None:
         write_scaling(args.scaling)
         return
     overrides = args.env_overrides + args.algo_overrides
-    name = results_name(args.env, overrides) + (f"_score{args.score_episodes}" if args.score_episodes else "")
+    name = (results_name(args.env, overrides) + (f"_score{args.score_episodes}" if args.score_episodes else "")
+            + (f"_data{args.data_seed}" if args.data_seed else ""))
     if args.table_only:
         write_table(name, json.loads((RESULTS / f"offline_{name}.json").read_text()))
         return
@@ -84,11 +88,12 @@ def main() -> None:
     t0 = time.time()
     out: dict = {"settings": vars(args), "datasets": {}, "rows": []}
     with tempfile.TemporaryDirectory() as tmp:
-        behaviour = behaviour_run(env_args, args.behaviour_steps, args.behaviour_chunks, f"{tmp}/runs")
+        behaviour = behaviour_run(env_args, args.behaviour_steps, args.behaviour_chunks, f"{tmp}/runs",
+                                  args.data_seed)
         print(f"behaviour run: {behaviour.final_return} ({time.time() - t0:.0f} s)", flush=True)
         vault = Path(tmp) / f"{args.env}.vlt"
         for quality in [q for q in QUALITIES if q in ("poor", "good", *args.qualities)]:
-            rec = record_dataset(str(behaviour.run_dir), quality, args.episodes, vault, seed=1,
+            rec = record_dataset(str(behaviour.run_dir), quality, args.episodes, vault, seed=args.data_seed + 1,
                                  eval_episodes=args.eval_episodes)
             s = rec["stats"]
             out["datasets"][quality] = {"path": rec["path"], "return_mean": s["return_mean"],
@@ -121,11 +126,12 @@ def results_name(env: str, overrides: list[str]) -> str:
     return "_".join([env, *[o.split(".", 1)[1].replace("=", "") for o in overrides]])
 
 
-def behaviour_run(env_args: list[str], steps: int, chunks: int, out_dir: str):
+def behaviour_run(env_args: list[str], steps: int, chunks: int, out_dir: str, seed: int = 0):
     """The MAPPO run the datasets are recorded from (deterministic from its settings),
     one checkpoint kept per chunk."""
-    return coplay.train(["algo=mappo", *env_args, "seeds=1", f"total_steps={steps}", f"chunk_steps={steps // chunks}",
-                         f"keep_checkpoints={chunks}", "progress=false", "tensorboard=false", f"out_dir={out_dir}"])
+    return coplay.train(["algo=mappo", *env_args, "seeds=1", f"seed={seed}", f"total_steps={steps}",
+                         f"chunk_steps={steps // chunks}", f"keep_checkpoints={chunks}", "progress=false",
+                         "tensorboard=false", f"out_dir={out_dir}"])
 
 
 def merged(old: dict, new: dict) -> dict:
@@ -173,6 +179,7 @@ def write_table(name: str, out: dict) -> None:
              + f" --behaviour-steps {a.behaviour_steps} --episodes {a.episodes} --seeds {a.seeds} "
                f"--grad-steps {a.grad_steps}"
              + (f" --score-episodes {a.score_episodes}" if getattr(a, "score_episodes", None) else "")
+             + (f" --data-seed {a.data_seed}" if getattr(a, "data_seed", 0) else "")
              + f"` ({out['seconds'] / 60:.0f} min). Datasets of {a.episodes} episodes "
                f"from a MAPPO run of {a.behaviour_steps:,} steps; per-agent returns. Normalised score, IQM [95% CI] "
                f"over {a.seeds} seeds, each scored on {getattr(a, 'score_episodes', None) or a.eval_episodes} "
