@@ -117,6 +117,30 @@ def test_a_share_of_the_groups_plays_a_scripted_bot_and_the_rest_self_play():
 
 
 @pytest.mark.slow
+def test_exploratory_moves_are_random_legal_moves_and_are_never_trained():
+    game = coplay.make("text:tic_tac_toe")
+    trainer = GRPO(Config(explore=0.5, bot_share=0.5, num_envs=32, group_size=2, layers=1, width=16), game,
+                   num_updates=1)
+    buf, alive, seat, _, vs_bot = jit_once(trainer._play)(jit_once(trainer.init)(jax.random.PRNGKey(0)),
+                                                          jax.random.PRNGKey(1))
+    vs_bot = np.asarray(vs_bot)
+    learner, explored = np.asarray(buf["learner"][..., 0]), np.asarray(buf["explored"][..., 0])     # [H, E]
+    agent, tokens = np.asarray(buf["agent"][..., 0]), np.asarray(buf["tokens"][:, :, 0])
+    assert not np.any(learner & explored)                               # a random move is never trained
+    assert not explored[:, vs_bot].any() and 0 < vs_bot.sum() < 32      # nor made in a game against the bot
+    share = explored[:, ~vs_bot].sum() / (explored[:, ~vs_bot].sum() + learner[:, ~vs_bot].sum())
+    assert 0.35 < share < 0.65                                          # half the learner's turns in self-play
+    # every random move names a free square (the untrained policy's own words often do not)
+    invalid = np.asarray(buf["invalid"])                                # [H, E, N]
+    h, e = np.nonzero(explored)
+    assert not invalid[h, e, agent[h, e]].any()
+    moves = np.asarray(game.move_tokens())
+    assert all((moves == tokens[i, j]).all(-1).any() for i, j in zip(h, e))
+    acted = np.asarray(buf["acted"])                                    # [H, E, N]
+    assert not acted[h, e, agent[h, e]].any()                           # nor enters any group's statistics
+
+
+@pytest.mark.slow
 def test_the_kl_reference_is_refreshed_to_the_current_policy_every_k_updates():
     trainer = GRPO(Config(kl_coef=0.1, reference_every=2, decoding="legal", num_envs=16, group_size=4, layers=1,
                           width=16),

@@ -18,7 +18,17 @@ playing the game underneath the words (a text game, `TextGame`) and saying the
 move it chose. With `bot_share=p` a share p of the groups (drawn per group) is
 played against a scripted bot (`bot`, random by default) instead, the learner
 in one seat, and the rest as `opponent` says: self-play that also sees the
-mistakes a weaker player makes. Only the learner's turns are trained. The model is conditioned
+mistakes a weaker player makes. Only the learner's turns are trained.
+
+Exploration (`explore=eps`). Each turn the learner is to speak in a group not
+against a scripted bot, with probability eps it says a uniformly random legal
+move (of the environment's `move_mask`) instead of its own utterance: the
+exploratory moves of self-play systems (AlphaZero's root noise, the
+epsilon-greedy moves of TD-Gammon-style self-play), which put the game in
+positions a settled self-play would never reach and let the policy in the
+other seat show what punishes them. A random move is not the policy's, so its
+turn is not trained and takes no part in any group's statistics; the turns
+before and after it are trained on the outcome it led to. The model is conditioned
 on the agent's index (its role); `share_params=false` gives every agent index a
 model of its own.
 
@@ -140,6 +150,9 @@ class Config(RolloutConfig):
                                   "the learner's (one seat per group, drawn); the other groups are played as "
                                   "algo.opponent says. Needs a text game", min=0.0, max=1.0)
     bot: str = param("random", "the scripted bot of the bot_share groups", choices=tuple(BOTS))
+    explore: float = param(0.0, "epsilon: each learner turn outside the bot groups is, with this probability, "
+                                "a uniformly random legal move instead of the policy's, and is not trained", min=0.0,
+                           max=1.0)
     pool_size: int = param(8, "snapshots kept in the opponent pool (the oldest leaves first)", min=1)
     snapshot_every: int = param(10, "updates between snapshots of the learner joining the pool", min=1)
     pfsp_power: float = param(2.0, "PFSP weight (1 - score rate) ** power", min=0.0)
@@ -253,6 +266,7 @@ class GRPO(Trainer[Config]):
                                  alphabet=env.speech_tokens() if c.alphabet == "speech" else None,
                                  moves=None if c.decoding == "free" else env.move_tokens())
         self.num_moves = len(env.move_texts)
+        self.move_table = env.move_tokens()
         self.optimizer = ppo.adam(c, num_updates)
         # the options of this config that the chosen estimator takes
         options = {"gamma": c.gamma, "omega": c.gigpo_omega, "alpha": c.rae_alpha}
@@ -397,6 +411,8 @@ class GRPO(Trainer[Config]):
             buffers["legal"] = jnp.zeros((h, e, k_slots, self.num_moves), bool)
         if self.estimate.needs_state:
             buffers["state"] = jnp.zeros((h, e, n), jnp.int32)
+        if c.explore > 0:
+            buffers["explored"] = jnp.zeros((h, e, k_slots), bool)
 
         def body(t, carry):
             env_state, ts, alive, buf = carry
@@ -417,6 +433,9 @@ class GRPO(Trainer[Config]):
                 said = jax.tree.map(lambda a, b: jnp.where(mine.reshape(*mine.shape, *([1] * (a.ndim - 2))), a, b),
                                     said, theirs)
                 learner = spoke & mine
+            if c.explore > 0:
+                said, explored = self._explore(said, env_state, agents, learner & ~vs_bot[:, None], k_me)
+                learner = learner & ~explored
             action = jnp.full((e, n, t_max), PAD, jnp.int32).at[jnp.arange(e)[:, None], agents].set(said.tokens)
             env_state, nxt = jax.vmap(self.env.step)(env_state, action, jax.random.split(k_env, e))
             acted = jnp.zeros((e, n), bool).at[jnp.arange(e)[:, None], agents].set(learner)
@@ -430,12 +449,29 @@ class GRPO(Trainer[Config]):
                 step["state"] = view_keys(ts.obs)
             if legal is not None:
                 step["legal"] = legal
+            if c.explore > 0:
+                step["explored"] = explored
             buf = {k: buf[k].at[t].set(v.astype(buf[k].dtype)) for k, v in step.items()}
             return env_state, nxt, alive & ~nxt.done, buf
 
         start = (env_state, ts, jnp.ones((e,), bool), buffers)
         _, _, alive, buf = play_until_done(self.env, h, body, start, lambda carry: ~carry[2])
         return buf, alive, seat, opponent, vs_bot
+
+    def _explore(self, said: Utterance, env_state: Any, agents: jax.Array, eligible: jax.Array,
+                 key: jax.Array) -> tuple[Utterance, jax.Array]:
+        """Replace each `eligible` utterance [E, K] with probability `explore` by a uniformly
+        random legal move's; returns the utterances and where they were replaced."""
+        k_coin, k_move = jax.random.split(jax.random.fold_in(key, 0x5E))
+        legal = _row(jax.vmap(self.env.move_mask)(env_state), agents)                    # [E, K, A]
+        move = jax.random.categorical(k_move, jnp.where(legal, 0.0, -jnp.inf))         # [E, K]
+        explored = eligible & legal.any(-1) & (jax.random.uniform(k_coin, eligible.shape) < self.config.explore)
+        tokens = self.move_table[move]                                                   # [E, K, T]
+        random = Utterance(tokens=tokens, log_prob=jnp.zeros(move.shape, jnp.float32),
+                           length=jnp.sum(spoken(tokens), axis=-1).astype(jnp.int32),
+                           token_log_prob=jnp.zeros(tokens.shape, jnp.float32))
+        pick = lambda r, u: jnp.where(explored.reshape(*explored.shape, *([1] * (u.ndim - 2))), r, u)  # noqa: E731
+        return jax.tree.map(pick, random, said), explored
 
     def _opponents(self, state: TrainState, env_state: Any, views: jax.Array, agents: jax.Array,
                    opponent: jax.Array, vs_bot: jax.Array, key: jax.Array, legal: jax.Array | None) -> Utterance:
@@ -558,5 +594,8 @@ class GRPO(Trainer[Config]):
             "finished": jnp.mean(~alive),
             "zero_advantage": jnp.sum(learner & (batch["adv"] == 0)) / turns,
         })
+        if "explored" in buf:   # the share of the learner's turns (trained or not) that were random moves
+            explored = jnp.sum(buf["explored"])
+            metrics["explored"] = explored / jnp.maximum(explored + jnp.sum(buf["acted"]), 1)
         return metrics
 
