@@ -199,6 +199,13 @@ def _row(x: jax.Array, agents: jax.Array) -> jax.Array:
     return jnp.take_along_axis(x, idx, axis=1)
 
 
+def _scripted(tokens: jax.Array) -> Utterance:
+    """Utterances [..., T] that no policy wrote (a bot's, a random move's): log-probabilities 0."""
+    return Utterance(tokens=tokens, log_prob=jnp.zeros(tokens.shape[:-1], jnp.float32),
+                     length=jnp.sum(spoken(tokens), axis=-1).astype(jnp.int32),
+                     token_log_prob=jnp.zeros(tokens.shape, jnp.float32))
+
+
 class GRPO(Trainer[Config]):
     """GRPO with a token-level policy for one seed (see the module's doc)."""
 
@@ -466,10 +473,7 @@ class GRPO(Trainer[Config]):
         legal = _row(jax.vmap(self.env.move_mask)(env_state), agents)                    # [E, K, A]
         move = jax.random.categorical(k_move, jnp.where(legal, 0.0, -jnp.inf))         # [E, K]
         explored = eligible & legal.any(-1) & (jax.random.uniform(k_coin, eligible.shape) < self.config.explore)
-        tokens = self.move_table[move]                                                   # [E, K, T]
-        random = Utterance(tokens=tokens, log_prob=jnp.zeros(move.shape, jnp.float32),
-                           length=jnp.sum(spoken(tokens), axis=-1).astype(jnp.int32),
-                           token_log_prob=jnp.zeros(tokens.shape, jnp.float32))
+        random = _scripted(self.move_table[move])                                       # [E, K, ...]
         pick = lambda r, u: jnp.where(explored.reshape(*explored.shape, *([1] * (u.ndim - 2))), r, u)  # noqa: E731
         return jax.tree.map(pick, random, said), explored
 
@@ -494,11 +498,7 @@ class GRPO(Trainer[Config]):
         k_bot = key if pooled is None else jax.random.fold_in(key, 1)
         moves, _ = self.bot.act(None, env_state.obs, env_state.legal, k_bot, self.bot.initial_carry((e,)),
                                 jnp.zeros((e,), bool))                                      # [E, N]
-        tokens = game.utterance_of(_row(moves, agents))                                    # [E, K, T]
-        zeros = jnp.zeros(tokens.shape[:-1], jnp.float32)
-        scripted = Utterance(tokens=tokens, log_prob=zeros,
-                             length=jnp.sum(spoken(tokens), axis=-1).astype(jnp.int32),
-                             token_log_prob=jnp.zeros(tokens.shape, jnp.float32))
+        scripted = _scripted(game.utterance_of(_row(moves, agents)))                      # [E, K, ...]
         if pooled is None:
             return scripted
         return jax.tree.map(lambda b, p: jnp.where(vs_bot.reshape(-1, *([1] * (b.ndim - 1))), b, p),
