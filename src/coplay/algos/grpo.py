@@ -269,11 +269,11 @@ class GRPO(Trainer[Config]):
         self.view_len = int(spec.obs_space.shape[-1])
         self.max_tokens = int(spec.action_space.shape[-1])
         vocab = int(max(spec.action_space.nvec))   # type: ignore[attr-defined]  # MultiDiscrete (capabilities)
+        self.move_table = env.move_tokens()             # [A, T] each move's utterance
         self.model = TokenPolicy(vocab, n, self.view_len, self.max_tokens, c.width, c.layers, c.heads,
                                  alphabet=env.speech_tokens() if c.alphabet == "speech" else None,
-                                 moves=None if c.decoding == "free" else env.move_tokens())
+                                 moves=None if c.decoding == "free" else self.move_table)
         self.num_moves = len(env.move_texts)
-        self.move_table = env.move_tokens()
         self.optimizer = ppo.adam(c, num_updates)
         # the options of this config that the chosen estimator takes
         options = {"gamma": c.gamma, "omega": c.gigpo_omega, "alpha": c.rae_alpha}
@@ -441,7 +441,7 @@ class GRPO(Trainer[Config]):
                                     said, theirs)
                 learner = spoke & mine
             if c.explore > 0:
-                said, explored = self._explore(said, env_state, agents, learner & ~vs_bot[:, None], k_me)
+                said, explored = self._explore(said, env_state, agents, learner & ~vs_bot[:, None], k_me, legal)
                 learner = learner & ~explored
             action = jnp.full((e, n, t_max), PAD, jnp.int32).at[jnp.arange(e)[:, None], agents].set(said.tokens)
             env_state, nxt = jax.vmap(self.env.step)(env_state, action, jax.random.split(k_env, e))
@@ -466,11 +466,13 @@ class GRPO(Trainer[Config]):
         return buf, alive, seat, opponent, vs_bot
 
     def _explore(self, said: Utterance, env_state: Any, agents: jax.Array, eligible: jax.Array,
-                 key: jax.Array) -> tuple[Utterance, jax.Array]:
+                 key: jax.Array, legal: jax.Array | None) -> tuple[Utterance, jax.Array]:
         """Replace each `eligible` utterance [E, K] with probability `explore` by a uniformly
-        random legal move's; returns the utterances and where they were replaced."""
+        random legal move's (`legal` [E, K, A]: the step's, where decoding=legal made it);
+        returns the utterances and where they were replaced."""
         k_coin, k_move = jax.random.split(jax.random.fold_in(key, 0x5E))
-        legal = _row(jax.vmap(self.env.move_mask)(env_state), agents)                    # [E, K, A]
+        if legal is None:
+            legal = _row(jax.vmap(self.env.move_mask)(env_state), agents)                # [E, K, A]
         move = jax.random.categorical(k_move, jnp.where(legal, 0.0, -jnp.inf))         # [E, K]
         explored = eligible & legal.any(-1) & (jax.random.uniform(k_coin, eligible.shape) < self.config.explore)
         random = _scripted(self.move_table[move])                                       # [E, K, ...]
