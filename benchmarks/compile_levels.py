@@ -6,7 +6,7 @@
 coplay compiles the programs that run over and over (training chunks, evaluators of
 long runs) at `xla_backend_optimization_level` 2 (`coplay.core.compile.RUN_OPTIONS`)
 and those that run once at 0 (`RUN_ONCE_OPTIONS`); XLA's own default is 3. Each row
-here is the chunk program of a run as `coplay.train` builds it (`runner.chunk_function`,
+here is the chunk program of a run as `coplay.train` builds it (`compiled.chunk_function`,
 the runner's own code), compiled at 3, 2 and 0 in turn (the compilation cache off),
 then run once from the run's initial state. Levels are interleaved within a repeat;
 each figure is the median over repeats.
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, cores, cpu_model, write_section  # noqa: E402
 
 from coplay.core import compile as compile_options  # noqa: E402
-from coplay.experiment import runner  # noqa: E402
+from coplay.experiment import compiled, runner  # noqa: E402
 
 # The chunks of some of the suite's learning runs (one chunk each: chunk_steps = the chunk asked).
 ROWS = {
@@ -46,13 +46,13 @@ LEVELS = (3, 2, 0)
 
 def measure(args: list[str], level: int) -> tuple[float, float, int]:
     """(compile s, run s, updates) of the run's chunk compiled at `level`."""
-    p = runner.plan(runner.resolve(args + ["progress=false", "tensorboard=false"]))
+    p = compiled.plan(runner.resolve(args + ["progress=false", "tensorboard=false"]))
     try:
-        state = runner.place(p, runner.init_state(p))
+        state = compiled.place(p, compiled.init_state(p))
         saved = compile_options.RUN_OPTIONS
         compile_options.RUN_OPTIONS = {"xla_backend_optimization_level": level}
         try:
-            chunk = runner.chunk_function(p, state)
+            chunk = compiled.chunk_function(p, state)
         finally:
             compile_options.RUN_OPTIONS = saved
         t = time.perf_counter()
@@ -73,8 +73,8 @@ def main() -> None:
     jax.config.update("jax_enable_compilation_cache", False)
     rows = {k: v for k, v in ROWS.items() if a.only in k}
     for name, args in rows.items():   # the runs' chunks lead to once=False (more than FEW_UPDATES updates)
-        p = runner.plan(runner.resolve(args))
-        assert p.num_chunks * p.updates_per_chunk > runner.FEW_UPDATES, name
+        p = compiled.plan(runner.resolve(args))
+        assert p.num_chunks * p.updates_per_chunk > compiled.FEW_UPDATES, name
         p.env.close()
     times: dict[str, dict[int, list[tuple[float, float]]]] = {k: {lv: [] for lv in LEVELS} for k in rows}
     updates = {}
@@ -91,7 +91,7 @@ def main() -> None:
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"updates": updates, "repeats": a.repeats, "result": result}, indent=1))
     lines = [f"`python benchmarks/compile_levels.py --repeats {a.repeats}` on {cores()} cores, "
-             f"{cpu_model()}, JAX {jax.__version__}. One training chunk per row, built by `runner.chunk_function`, "
+             f"{cpu_model()}, JAX {jax.__version__}. One training chunk per row, built by `compiled.chunk_function`, "
              "compiled at XLA's LLVM optimisation level 3 (XLA's default), 2 (coplay's `jit`) and 0 (coplay's "
              "`jit_once`), the compilation cache off, then run once; medians over repeats, levels interleaved. "
              "coplay compiled its training programs at level 3 until 2026-11-25: the compile times of coplay in "

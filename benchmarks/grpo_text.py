@@ -37,7 +37,7 @@ from train_throughput import machine  # noqa: E402
 import coplay  # noqa: E402
 from coplay.algos.grpo import GRPO, Config  # noqa: E402
 from coplay.envs.trees.values import TreeArrays, counterfactual_values, exploitability  # noqa: E402
-from coplay.eval.text_policies import score_text_policy  # noqa: E402
+from coplay.envs.text.scoring import score_text_policy  # noqa: E402
 
 # name -> (environment, config fields; `updates`: the updates the run plans, for anneal_lr)
 RNAD = {"decoding": "legal", "estimator": "dr_grpo", "kl_coef": 0.2, "reference_every": 100, "lr": 3e-4,

@@ -9,7 +9,7 @@
 in both seats, defaults otherwise unless given with --set), or with
 `--opponent random|minimax` against that scripted bot (`algo.opponent`: the
 learner takes one seat per group, drawn per group). The trained text
-policy then plays `tic_tac_toe` itself through `coplay.eval.text_policies.speaker`
+policy then plays `tic_tac_toe` itself through `coplay.envs.text.scoring.speaker`
 against the uniformly random bot and the perfect one (`minimax`), sampled as in
 training; pgx draws who moves first, so each result is split by whether the
 text policy moved first. Results go to benchmarks/results/grpo_tic_tac_toe.json
@@ -38,7 +38,7 @@ from train_throughput import machine  # noqa: E402
 import coplay  # noqa: E402
 from coplay.algos.common.bots import tic_tac_toe_minimax  # noqa: E402
 from coplay.algos.common.matches import bare_env, make_match, outcomes, random_policy  # noqa: E402
-from coplay.eval.text_policies import speaker  # noqa: E402
+from coplay.envs.text.scoring import speaker  # noqa: E402
 from coplay.experiment.playback import load_run  # noqa: E402
 
 EPISODES, STEPS = 64, 9          # episodes per update (defaults), steps reserved per game

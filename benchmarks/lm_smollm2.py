@@ -26,9 +26,8 @@ import torch
 from _common import cpu_model, write_results, write_section
 
 import coplay
-from coplay.eval.text_policies import score_lm_player
-from coplay.lm.config import Config
-from coplay.lm.grpo import LMGRPO, Turns
+from coplay.envs.text.scoring import score_lm_player
+from coplay.algos.lm_grpo import LMGRPO, Config, Turns
 from coplay.lm.models import load_model
 from coplay.lm.policy import LMPlayer
 
@@ -65,8 +64,8 @@ def main() -> None:
     score = score_lm_player(env, player)
     score_s = time.perf_counter() - t
 
-    learner = LMGRPO(Config(model="smollm2", num_envs=8, group_size=4, lr=1e-4), env, loaded, seeds=1,
-                     run_seed=0)
+    learner = LMGRPO(Config(model="smollm2", num_envs=8, group_size=4, lr=1e-4), env, seeds=1, seed=0,
+                     loaded=loaded)
     lp = learner.player
     prompt = prompts[0]
     bet = lp.move_ids[1]

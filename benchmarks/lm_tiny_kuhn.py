@@ -20,9 +20,8 @@ import torch
 from _common import cpu_model, write_results, write_section
 
 import coplay
-from coplay.eval.text_policies import score_lm_player
-from coplay.lm.config import Config
-from coplay.lm.grpo import LMGRPO
+from coplay.envs.text.scoring import score_lm_player
+from coplay.algos.lm_grpo import LMGRPO, Config
 from coplay.lm.models import tiny_model
 
 # What this script found with --lr 3e-4 --kl-coef 0.2 (kept in the section when it is rewritten).
@@ -36,8 +35,8 @@ base model holds the policy open until it is.
 
 def curve(estimator: str, updates: int, every: int, options: dict) -> dict:
     env = coplay.make("text:kuhn_poker")
-    learner = LMGRPO(Config(model="tiny", decoding="legal", estimator=estimator, **options), env, tiny_model(),
-                     seeds=1, run_seed=0, num_updates=updates)
+    learner = LMGRPO(Config(model="tiny", decoding="legal", estimator=estimator, **options), env, updates,
+                     seeds=1, seed=0, loaded=tiny_model())
     points = [(0, float(score_lm_player(env, learner.player).exploitability))]
     t = time.perf_counter()
     for u in range(updates):

@@ -34,7 +34,8 @@ from train_throughput import machine  # noqa: E402
 
 from coplay.experiment import checkpoint  # noqa: E402
 from coplay.experiment.config import Experiment  # noqa: E402
-from coplay.experiment.runner import check_checkpoint_config, init_state, plan  # noqa: E402
+from coplay.experiment.compiled import init_state, plan  # noqa: E402
+from coplay.experiment.loop import check_checkpoint_config  # noqa: E402
 
 
 def player(policy, episodes: int, loop: int):

@@ -46,7 +46,7 @@ from train_throughput import machine  # noqa: E402
 
 import coplay  # noqa: E402
 from coplay.experiment.config import parse_overrides  # noqa: E402
-from coplay.experiment.runner import chunk_function, init_state, plan  # noqa: E402
+from coplay.experiment.compiled import chunk_function, init_state, plan  # noqa: E402
 from coplay.offline import load, random_policy, record, save  # noqa: E402
 
 WINDOW, BATCH, HIDDEN, LR, GAMMA, TARGET_EVERY, CLIP, ALPHA = 20, 64, 64, 3e-4, 0.99, 200, 10.0, 1.0

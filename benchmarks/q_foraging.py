@@ -29,7 +29,7 @@ from train_throughput import machine  # noqa: E402
 import coplay  # noqa: E402
 from coplay.algos.common.evaluation import make_evaluator  # noqa: E402
 from coplay.experiment.config import parse_overrides  # noqa: E402
-from coplay.experiment.runner import init_state, plan  # noqa: E402
+from coplay.experiment.compiled import init_state, plan  # noqa: E402
 
 
 def random_return(env: list[str], episodes: int = 512) -> float:

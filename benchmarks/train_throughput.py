@@ -67,14 +67,8 @@ import numpy as np
 
 from coplay.eval.stats import summarize
 from coplay.experiment.config import parse_overrides
-from coplay.experiment.runner import (
-    chunk_function,
-    eval_keys,
-    evaluation_function,
-    init_state,
-    plan,
-    uniform_policy_return,
-)
+from coplay.experiment.compiled import chunk_function, eval_keys, evaluation_function, init_state, plan
+from coplay.experiment.runner import uniform_policy_return
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, cores, cpu_model, write_section  # noqa: E402

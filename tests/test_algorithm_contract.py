@@ -10,12 +10,10 @@ import pytest
 
 import coplay
 from coplay.algos import ALGOS
-from coplay.algos.base import Trainer, TrainerConfig, env_axis_mask
+from coplay.algos.base import HostTrainer, Trainer, TrainerConfig, env_axis_mask
 from coplay.core.errors import ConfigError, UnknownNameError
 from coplay.experiment.config import RESUMABLE, Experiment, parse_overrides, resume_differences
-from coplay.experiment.runner import plan
-from coplay.lm import LM_KIND
-from coplay.lm.grpo import LMGRPO
+from coplay.experiment.compiled import plan
 
 # A small environment every algorithm can train on, per algorithm.
 ENV_FOR = {"mappo": "spread", "ippo": "spread", "iql": "spread", "vdn": "spread", "qmix": "spread",
@@ -24,8 +22,8 @@ ENV_FOR = {"mappo": "spread", "ippo": "spread", "iql": "spread", "vdn": "spread"
            "bc": "spread", "iql_cql": "spread", "qmix_cql": "spread", "cfcql": "spread", "maicq": "spread",
            "lm_grpo": "text:kuhn_poker"}
 OFFLINE = ("bc", "iql_cql", "qmix_cql", "cfcql", "maicq")
-# Learners that run on the host (a pretrained language model in PyTorch): registered with a config and
-# capabilities like every trainer, trained by `coplay train`, but not compiled `Trainer`s with a TrainState.
+# Learners that run on the host (a pretrained language model in PyTorch): `HostTrainer`s, registered like
+# every trainer and run by the host engine, without a compiled TrainState.
 HOST = ("lm_grpo",)
 
 
@@ -42,13 +40,10 @@ def spread_dataset(tmp_path_factory):
 def test_every_algorithm_is_a_registered_trainer_with_a_documented_config():
     assert sorted(ALGOS.names()) == sorted(ENV_FOR)
     for name, entry in ALGOS.items():
-        if name in HOST:
-            assert entry.kind == LM_KIND and issubclass(entry.config, TrainerConfig)
-            assert entry.capabilities is LMGRPO.capabilities and entry.config is LMGRPO.config_class
-        else:
-            assert issubclass(entry.factory, Trainer) and entry.factory.name == name
-            assert entry.config is entry.factory.config_class and issubclass(entry.config, TrainerConfig)
-            assert entry.capabilities is entry.factory.capabilities
+        base, engine = (HostTrainer, "host") if name in HOST else (Trainer, "compiled")
+        assert issubclass(entry.factory, base) and entry.factory.name == name and entry.engine == engine
+        assert entry.config is entry.factory.config_class and issubclass(entry.config, TrainerConfig)
+        assert entry.capabilities is entry.factory.capabilities
         for f in dataclasses.fields(entry.config):
             assert f.metadata.get("help"), f"{name}: algo.{f.name} has no help text"
         config = entry.config()
@@ -173,7 +168,7 @@ def test_every_algorithm_and_environment_pair_is_accepted_or_refused_naming_what
                 if algo in OFFLINE and "learns from a dataset" in str(e):   # fits, but no dataset was named
                     assert not ALGOS.get(algo).capabilities.problems(coplay.make(env).spec), (algo, env)
                     continue
-                if algo in HOST and "trains a language model on the host" in str(e):   # fits; coplay train runs it
+                if algo in HOST and "trains on the host" in str(e):   # fits; coplay train runs it
                     assert not ALGOS.get(algo).capabilities.problems(coplay.make(env).spec), (algo, env)
                     accepted.append((algo, env))
                     continue

@@ -23,10 +23,10 @@ from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError
 from coplay.envs.text.tree_games import TextTreeGame
 from coplay.envs.text.vocab import PAD
-from coplay.eval.text_policies import score_text_policy, speaker
+from coplay.envs.text.scoring import score_text_policy, speaker
 from coplay.experiment.config import parse_overrides
 from coplay.experiment.evaluate import record_dialogue
-from coplay.experiment.runner import plan
+from coplay.experiment.compiled import plan
 from coplay.experiment.tournament import run_tournament
 
 KUHN = ["algo=grpo", "env=text:kuhn_poker", "seeds=1", "progress=false", "tensorboard=false"]

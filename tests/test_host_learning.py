@@ -18,7 +18,8 @@ import coplay
 from coplay.algos.common.matches import make_match, outcomes, random_policy
 from coplay.core.compile import jit_once
 from coplay.experiment.config import parse_overrides
-from coplay.experiment.runner import plan, uniform_policy_return
+from coplay.experiment.compiled import plan
+from coplay.experiment.runner import uniform_policy_return
 
 pytest.importorskip("pettingzoo")
 pytest.importorskip("mpe2")

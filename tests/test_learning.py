@@ -9,7 +9,8 @@ import pytest
 
 import coplay
 from coplay.experiment.config import parse_overrides
-from coplay.experiment.runner import plan, uniform_policy_return
+from coplay.experiment.compiled import plan
+from coplay.experiment.runner import uniform_policy_return
 
 COMMON = ["seeds=2", "progress=false", "tensorboard=false", "eval_episodes=64", "eval_every=0"]
 

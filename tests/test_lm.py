@@ -17,12 +17,11 @@ import torch  # noqa: E402
 import coplay  # noqa: E402
 from coplay.core.errors import ConfigError  # noqa: E402
 from coplay.envs.trees.values import TreeArrays, exploitability  # noqa: E402
-from coplay.eval.text_policies import score_lm_player  # noqa: E402
+from coplay.envs.text.scoring import score_lm_player  # noqa: E402
 from coplay.experiment import checkpoint  # noqa: E402
 from coplay.experiment.playback import evaluate_run  # noqa: E402
 from coplay.experiment.tournament import run_tournament  # noqa: E402
-from coplay.lm.config import Config  # noqa: E402
-from coplay.lm.grpo import LMGRPO, Turns  # noqa: E402
+from coplay.algos.lm_grpo import LMGRPO, Config, Turns  # noqa: E402
 from coplay.lm.models import LoadedModel, load_model, smollm2_path, tiny_model  # noqa: E402
 from coplay.lm.policy import LMPlayer, utterance  # noqa: E402
 
@@ -62,7 +61,7 @@ def test_replies_become_utterances_that_the_environment_parses(kuhn):
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_one_lora_step_moves_a_moves_probability_the_way_its_advantage_says(kuhn, sign):
-    learner = LMGRPO(Config(model="tiny", lr=1e-2), kuhn, tiny_model(seed=1), seeds=1, run_seed=0)
+    learner = LMGRPO(Config(model="tiny", lr=1e-2), kuhn, seeds=1, seed=0, loaded=tiny_model(seed=1))
     player = learner.player
     prompt = player.prompt(KUHN_VIEW, 0, ["pass", "bet"])
 
@@ -144,6 +143,7 @@ def test_an_lm_grpo_run_resumes_exactly_scores_its_exploitability_and_plays_a_to
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
     assert whole.summary["final"] == resumed.summary["final"]
+    assert resumed.summary["curve"] == whole.summary["curve"]   # the first part's evaluation, from the checkpoint
     curve = whole.summary["curve"]
     assert len(curve) == 2 and all(0 <= c["exploitability"] < 1.5 for c in curve)
     assert (whole.run_dir / "curve.png").exists() and (whole.run_dir / "samples.txt").exists()
@@ -154,8 +154,8 @@ def test_an_lm_grpo_run_resumes_exactly_scores_its_exploitability_and_plays_a_to
     assert list(table["results"].players) == ["whole@0", "whole@1", "random"]
     assert np.asarray(table["results"].counts).sum() > 0
     # the adapters moved: trained LoRA weights differ from where the run started
-    fresh = LMGRPO(Config(model="tiny", adapters="per_role"), coplay.make("text:kuhn_poker"), tiny_model(),
-                   seeds=2, run_seed=0).state()
+    fresh = LMGRPO(Config(model="tiny", adapters="per_role"), coplay.make("text:kuhn_poker"), seeds=2, seed=0,
+                   loaded=tiny_model()).state()
     weights = [k for k in fresh if k.count("/") == 1 and "/param" in k]     # the adapters, not Adam's moments
     assert any(not np.array_equal(fresh[k], a[f"['{k}']"]) for k in weights)
 

@@ -14,7 +14,7 @@ from coplay.algos.common.preferences import spread_weights
 from coplay.core.errors import ConfigError
 from coplay.experiment import fronts
 from coplay.experiment.config import parse_overrides
-from coplay.experiment.runner import plan
+from coplay.experiment.compiled import plan
 
 WEIGHTS = 5   # (0, 1), (0.25, 0.75), ... (1, 0): each chest of the front is the best for one of them
 
@@ -200,7 +200,7 @@ def test_reselect_moves_a_policy_that_repeats_anothers_return_and_keeps_the_ends
 
 
 def test_ols_moves_each_seeds_lanes_between_chunks_starting_from_the_lane_best_there():
-    from coplay.experiment.runner import init_state
+    from coplay.experiment.compiled import init_state
 
     p = plan(parse_overrides(["algo=mo_ppo", "env=treasure", "algo.weights=4", "algo.select=ols", "seeds=2",
                               "algo.num_envs=2", "algo.rollout_len=4"]))

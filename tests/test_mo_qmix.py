@@ -10,7 +10,7 @@ import coplay
 from coplay.algos import mo_qmix
 from coplay.core.errors import ConfigError
 from coplay.experiment.config import parse_overrides
-from coplay.experiment.runner import plan
+from coplay.experiment.compiled import plan
 from coplay.wrappers import Preference
 
 

@@ -262,7 +262,8 @@ def test_an_offline_result_fine_tuned_by_online_qmix_keeps_the_optimum(matrix_da
 
 def test_init_from_copies_the_named_groups_into_every_seed_and_refuses_what_does_not_fit(matrix_data, tmp_path):
     from coplay.experiment import warm_start
-    from coplay.experiment.runner import init_state, plan, resolve
+    from coplay.experiment.compiled import init_state, plan
+    from coplay.experiment.runner import resolve
 
     bc = _offline("climbing", "bc", matrix_data["climbing"], tmp_path, "seeds=2", "total_steps=20",
                   "chunk_steps=20", "algo.grad_steps=10", "name=bc")

@@ -15,7 +15,7 @@ from coplay.algos.common.advantages import gae
 from coplay.core.compile import jit_once
 from coplay.core.errors import ConfigError
 from coplay.experiment.config import parse_overrides
-from coplay.experiment.runner import plan
+from coplay.experiment.compiled import plan
 from coplay.testing import check_env
 from coplay.wrappers import AutoReset, Objectives, Preference
 

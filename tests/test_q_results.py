@@ -36,11 +36,11 @@ import coplay
 from coplay.algos import get_algo
 from coplay.core.compile import jit_once
 from coplay.core.registry import ENVS
-from coplay.experiment import runner
+from coplay.experiment import compiled, runner
 from coplay.experiment.runner import uniform_policy_return
 
 
-def _train_and_evaluate(p: runner.Plan, make_trainer, variants, compile=jax.jit):
+def _train_and_evaluate(p: compiled.Plan, make_trainer, variants, compile=jax.jit):
     """Train every seed of plan `p` for the whole run and evaluate the result, as the
     runner's compiled pieces do, without the run directory (checkpoints, plots,
     summary) that coplay.train adds around them. Returns the evaluation, `[S, episodes]`
@@ -65,7 +65,7 @@ def _train_and_evaluate(p: runner.Plan, make_trainer, variants, compile=jax.jit)
         state = jax.vmap(one_seed)(state)
         return jax.vmap(trainer.evaluator(p.exp.run.eval_episodes))(trainer.policy_params(state), keys)
 
-    state, keys = runner.init_state(p), runner.eval_keys(p.exp, p.num_chunks - 1)
+    state, keys = compiled.init_state(p), compiled.eval_keys(p.exp, p.num_chunks - 1)
     return jax.device_get(compile(jax.vmap(run, in_axes=(0, None, None)))(variants, state, keys))
 
 
@@ -86,7 +86,7 @@ def _matrix_games(algo):
     arguments (a matrix game built in the program takes them; every game here is 3x3).
     Were they not what the game steps on, every game would be climbing, and the penalty
     games' returns of 2 and 10 asserted below could not be reached."""
-    p = runner.plan(runner.resolve(MATRIX + [f"algo={algo}"]))
+    p = compiled.plan(runner.resolve(MATRIX + [f"algo={algo}"]))
     games = MATRIX_GAMES[algo]
     tables = [ENVS.make("matrix", game=game, rounds=1, penalty_k=k) for game, k in games]
     payoffs, optimal = jnp.stack([t.payoffs for t in tables]), jnp.stack([t.optimal for t in tables])
@@ -140,7 +140,7 @@ TWO_STEP_SEEDS = {"iql": 16, "vdn": 8, "qmix": 8}
 def _two_step(algo):
     """{final exploration rate: (return, optimal)} per seed, both trained in one program
     (the rate is its argument)."""
-    p = runner.plan(runner.resolve(TWO_STEP + [f"seeds={TWO_STEP_SEEDS[algo]}", f"algo={algo}"]))
+    p = compiled.plan(runner.resolve(TWO_STEP + [f"seeds={TWO_STEP_SEEDS[algo]}", f"algo={algo}"]))
 
     def make_trainer(eps_finish):
         config = dataclasses.replace(p.exp.algo_config, eps_finish=eps_finish)

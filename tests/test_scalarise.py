@@ -144,7 +144,7 @@ def test_a_single_objective_algorithm_refuses_vector_rewards_and_names_the_scala
 
 def test_a_run_scalarises_from_the_command_line_for_any_algorithm():
     from coplay.experiment.config import parse_overrides
-    from coplay.experiment.runner import plan
+    from coplay.experiment.compiled import plan
 
     p = plan(parse_overrides(["algo=ippo", "env=treasure", "scalarise=chebyshev", "preference=0.75:0.25",
                               "utopia=15:-2"]))
@@ -166,7 +166,7 @@ def test_a_run_scalarises_from_the_command_line_for_any_algorithm():
 ])
 def test_bad_scalarisations_from_the_command_line_are_refused_before_anything_compiles(overrides, words):
     from coplay.experiment.config import parse_overrides
-    from coplay.experiment.runner import plan
+    from coplay.experiment.compiled import plan
 
     with pytest.raises(ConfigError) as e:
         plan(parse_overrides(["algo=ippo", "env=treasure", *overrides]))

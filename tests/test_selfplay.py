@@ -11,7 +11,7 @@ import pytest
 
 import coplay
 from coplay.algos import selfplay_ppo
-from coplay.algos.base import Policy
+from coplay.core.policy import Policy
 from coplay.algos.common import opponent_pool
 from coplay.algos.common.bots import make_bot, tic_tac_toe_minimax
 from coplay.algos.common.evaluation import make_evaluator

@@ -55,7 +55,8 @@ def test_tic_tac_toe_selfplay_beats_random_and_holds_minimax(tmp_path):
     # 0.723, too close to the bar of 0.730)
     result = train(["algo=selfplay_ppo", "env=tic_tac_toe", "total_steps=4e5", "chunk_steps=1e5", "seeds=1",
                     "seed=0", "algo.pool_size=32", "eval_episodes=64", "progress=false", f"out_dir={tmp_path}"])
-    from coplay.experiment.runner import plan, resolve
+    from coplay.experiment.compiled import plan
+    from coplay.experiment.runner import resolve
 
     trainer = plan(resolve(["algo=selfplay_ppo", "env=tic_tac_toe", "total_steps=4e5"])).trainer
     env, me = coplay.make("tic_tac_toe"), trainer.policy()

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 import coplay
-from coplay.algos.base import Policy
+from coplay.core.policy import Policy
 from coplay.algos.common.bots import tic_tac_toe_minimax
 from coplay.algos.common.matches import env_signature, make_match, no_carry
 from coplay.core.errors import UnknownNameError
 from coplay.envs.text import VOCAB
 from coplay.eval.round_robin import Player, round_robin
-from coplay.eval.text_policies import speaker
+from coplay.envs.text.scoring import speaker
 
 pytest.importorskip("pgx")
 

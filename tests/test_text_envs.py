@@ -100,7 +100,7 @@ def test_a_text_policy_is_scored_exactly_through_the_tree(name, uniform):
     """A transformer whose logits are all zero says every token with probability 1/V, so
     each move's utterance ("<move> <end>") is equally likely: the uniform strategy, whose
     exploitability the tree gives (Kuhn: 0.458333, OpenSpiel's figure; Leduc: NashConv 4.747)."""
-    from coplay.eval.text_policies import score_text_policy
+    from coplay.envs.text.scoring import score_text_policy
     from coplay.nets.token_policy import TokenPolicy
 
     env = coplay.make(f"text:{name}")

@@ -179,10 +179,10 @@ def test_a_full_disk_midway_is_reported_with_the_last_checkpoint_kept(tmp_path, 
     ("{tmp}", "x" * 300, "File name too long"),
 ])
 def test_an_unusable_run_directory_is_refused_before_anything_compiles(tmp_path, monkeypatch, out_dir, name, reason):
-    from coplay.experiment import runner
+    from coplay.experiment import compiled
 
     (tmp_path / "a file").write_text("not a directory")
-    monkeypatch.setattr(runner, "init_state", lambda p: pytest.fail("compiled before checking out_dir"))
+    monkeypatch.setattr(compiled, "init_state", lambda p: pytest.fail("compiled before checking out_dir"))
     with pytest.raises(StorageError, match=f"cannot make the run directory .*{reason}"):
         coplay.train(SMALL + [f"out_dir={out_dir.format(tmp=tmp_path)}", f"name={name}"])
 
@@ -250,21 +250,38 @@ def test_health_watch_flags_ranges_and_growth_once_each():
 
 
 def test_damaged_files_of_a_stopped_run_are_reported_and_set_aside(tmp_path, capfd, monkeypatch):
-    from coplay.experiment import runner
+    from coplay.experiment import compiled
 
+    def evaluations(run_dir):   # the steps marl_eval.json records for seed 0
+        (env,) = json.loads((run_dir / "marl_eval.json").read_text()).values()
+        (task,) = env.values()
+        return [v["step_count"] for k, v in task["ippo"]["seed_0"].items() if k.startswith("step_")]
+
+    # The evaluation history travels in the checkpoints: a damaged marl_eval.json is written whole again.
     part = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}"], stop_after_chunks=1)
     (part.run_dir / "marl_eval.json").write_text("{not json")
     resumed = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", f"resume={part.run_dir}"])
+    assert "damaged" not in capfd.readouterr().err and evaluations(part.run_dir) == [400, 800, 1200, 1600]
+    assert "final" in resumed.summary
+
+    # A checkpoint written before coplay kept the history (no "evals") reads it from marl_eval.json, and a
+    # damaged one is set aside: the run goes on, its later evaluations are written again.
+    older = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}"], stop_after_chunks=1)
+    state, meta = _final_state(older.run_dir, older.state)
+    del meta["evals"]
+    checkpoint.save(older.run_dir / "checkpoints", meta["chunk"], state, meta)
+    (older.run_dir / "marl_eval.json").write_text("{not json")
+    resumed = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", f"resume={older.run_dir}"])
     assert "marl_eval.json is damaged" in capfd.readouterr().err
-    assert (part.run_dir / "marl_eval.json.damaged").read_text() == "{not json"
-    assert "final" in resumed.summary  # the run went on; its later evaluations are written again
+    assert (older.run_dir / "marl_eval.json.damaged").read_text() == "{not json"
+    assert "final" in resumed.summary and evaluations(older.run_dir) == [800, 1200, 1600]
 
     other = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}"], stop_after_chunks=1)
     for path in (other.run_dir / "checkpoints").iterdir():
         path.unlink()
     (other.run_dir / "checkpoints").rmdir()
     (other.run_dir / "checkpoints").write_text("a file where the checkpoints were")
-    monkeypatch.setattr(runner, "init_state", lambda p: pytest.fail("compiled before checking the run directory"))
+    monkeypatch.setattr(compiled, "init_state", lambda p: pytest.fail("compiled before checking the run directory"))
     with pytest.raises(StorageError, match="checkpoints is not a directory"):
         coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", f"resume={other.run_dir}"])
 
@@ -298,12 +315,12 @@ def test_cli_refuses_a_bad_episode_count_and_takes_overrides_after_flags(tmp_pat
 
 def test_ctrl_c_while_a_run_is_built_exits_130_without_a_traceback(tmp_path, capfd, monkeypatch):
     from coplay.cli.main import main
-    from coplay.experiment import runner
+    from coplay.experiment import compiled
 
     def interrupted(exp):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "plan", interrupted)
+    monkeypatch.setattr(compiled, "plan", interrupted)
     assert main(["train", *SMALL, f"out_dir={tmp_path}"]) == 130
     err = capfd.readouterr().err
     assert "coplay: interrupted" in err and "Traceback" not in err

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import coplay
-from coplay.algos.base import Policy
+from coplay.core.policy import Policy
 from coplay.algos.common.matches import make_match, no_carry
 from coplay.core.compile import jit_once
 from coplay.core.errors import UnknownNameError

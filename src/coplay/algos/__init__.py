@@ -2,7 +2,10 @@
 
 `ALGOS` holds the trainers (`coplay train algo=NAME`); every entry's factory
 is a `coplay.algos.base.Trainer` subclass, called as `Trainer(config, env,
-num_updates)`. The game solvers that are not trainers (`coplay solve`) are in
+num_updates)`, run by the compiled engine, or a `HostTrainer` subclass (a
+language model in PyTorch), called as `HostTrainer(config, env, num_updates,
+seeds=S, seed=run_seed)` and run by the host engine: each entry's `engine` says
+which (`coplay.algos.registry.ENGINES`). The game solvers that are not trainers (`coplay solve`) are in
 `coplay.algos.solvers.SOLVERS`."""
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from coplay.algos import (
     ippo,
     iql,
     iql_cql,
+    lm_grpo,
     maicq,
     mappo,
     mo_ppo,
@@ -28,17 +32,16 @@ from coplay.algos import (
     selfplay_ppo,
     vdn,
 )
-from coplay.algos.base import Trainer, TrainerConfig
+from coplay.algos.base import HostTrainer, Learner, TrainerConfig
+from coplay.algos.registry import ALGOS
 from coplay.algos.solvers import SOLVERS
 from coplay.core.errors import UnknownNameError
-from coplay.core.registry import Entry, Registry
-
-ALGOS = Registry("algorithm")
+from coplay.core.registry import Entry
 
 
-def _register(trainer: type[Trainer], kind: str, description: str) -> None:
+def _register(trainer: type[Learner], kind: str, description: str) -> None:
     ALGOS.register(trainer.name, trainer, kind=kind, description=description, config=trainer.config_class,
-                   capabilities=trainer.capabilities)
+                   capabilities=trainer.capabilities, engine="host" if issubclass(trainer, HostTrainer) else "compiled")
 
 
 _register(mappo.MAPPO, "on-policy", "multi-agent PPO with a centralised critic on global_state")
@@ -66,6 +69,8 @@ _register(selfplay_ppo.SelfPlayPPO, "self-play",
           "PPO against a pool of its own snapshots (latest, uniform or PFSP), every seat")
 _register(grpo.GRPO, "text", "group-relative policy optimisation of a token-level policy on text environments, "
                              "any group-relative estimator (algo.estimator), self-play or a snapshot pool")
+_register(lm_grpo.LMGRPO, "language model", "a pretrained language model (transformers) trained with LoRA (peft) on "
+                                            "text environments, self-play, any group-relative estimator; on the host")
 
 SOLVERS.register("cfr", cfr.run, kind="game tree", config=cfr.Config, capabilities=cfr.SUPPORT,
                  description="counterfactual regret minimisation: CFR, CFR+ or discounted CFR (algo.variant)")

@@ -1,8 +1,10 @@
 """The algorithm contract: what every algorithm gives the layers above it.
 
-An algorithm is a subclass of `Trainer`, registered by name in
-`coplay.algos.ALGOS` with its config class and its `Capabilities`. The
-experiment layer uses exactly the members below and nothing else:
+An algorithm is a subclass of `Trainer` (compiled) or `HostTrainer` (on the
+host), registered by name in `coplay.algos.ALGOS` with its config class, its
+`Capabilities` and the engine that runs it. The compiled engine uses exactly
+the members below of a `Trainer` and nothing else (`HostTrainer`'s doc lists
+the host form):
 
     trainer = Algo(config, env, num_updates)      # validates; nothing compiles
     state = trainer.init(key)                     # one seed's TrainState (never under vmap)
@@ -26,14 +28,8 @@ Configs are frozen dataclasses of `param()` fields; the families share bases
 `algos/common/offline.py`), and `config.steps_per_update` is known before any
 trainer is built.
 
-Policies act through one interface so any trained policy, scripted bot or
-search agent can be dropped into the same evaluation:
-
-    carry = policy.initial_carry(batch_shape)
-    action, carry = policy.act(params, obs, mask, key, carry, reset)
-
-obs: [B, N, *obs_shape], mask: [B, N, A], reset: [B] (episode starts) ->
-action: [B, N]. Feed-forward policies ignore `carry` and `reset`.
+The policy a trainer plays is a `coplay.core.policy.Policy`: the agent half of
+the core contract, shared by trainers, bots, search agents and language models.
 """
 
 from __future__ import annotations
@@ -48,29 +44,16 @@ import jax
 import numpy as np
 from flax import struct
 
+from coplay.algos.common.evaluation import make_evaluator
+from coplay.algos.registry import check_env_support
 from coplay.core.config import check, param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
+from coplay.core.policy import Evaluator, Policy
 from coplay.core.spaces import Box, Discrete, MultiDiscrete
 from coplay.core.types import EnvSpec
 
 PER_AGENT_RETURN = "episode return averaged over agents (per-agent), undiscounted"
-
-# Evaluation: `evaluate(params, key) -> dict of [episodes'] arrays` ("return" among them).
-Evaluator = Callable[[Any, jax.Array], dict[str, jax.Array]]
-
-
-@dataclass(frozen=True)
-class Policy:
-    act: Callable[..., tuple[jax.Array, Any]]
-    initial_carry: Callable[[tuple[int, ...]], Any]
-    env: Env  # the (wrapped) environment whose observations the policy expects
-    # What the policy reads where it is not `env`'s observation: `observe(state [B], ts [B])
-    # -> [B, N, ...]` from the environment's state (a text policy playing the game under
-    # its text environment reads the views written from the game's state). Games between
-    # policies (`algos.common.matches`) honour it.
-    observe: Callable[[Any, Any], jax.Array] | None = None
-
 
 # ----- TrainState fields with a per-environment axis --------------------------------------------
 
@@ -148,20 +131,6 @@ class Capabilities:
         return out
 
 
-def check_env_support(spec: EnvSpec, algo: str, capabilities: Capabilities) -> None:
-    """Refuse an environment the algorithm cannot train on, naming the registered
-    algorithms that can."""
-    problems = capabilities.problems(spec)
-    if not problems:
-        return
-    from coplay.algos import ALGOS  # the registry imports the algorithm modules
-
-    able = [name for name, entry in ALGOS.items() if not entry.capabilities.problems(spec)]
-    raise ConfigError(
-        f"algorithm {algo!r} cannot train on environment {spec.name!r}: {'; '.join(problems)}. "
-        f"Algorithms that can: {', '.join(able) or 'none registered'}")
-
-
 # ----- health --------------------------------------------------------------------------------------------
 
 
@@ -218,10 +187,9 @@ class RolloutConfig(TrainerConfig):
 C = TypeVar("C", bound=TrainerConfig)
 
 
-class Trainer(abc.ABC, Generic[C]):
-    """Base class of every algorithm; one instance trains one seed (the experiment
-    layer `vmap`s `update` over seeds). Subclasses set the class attributes and
-    implement the four abstract methods."""
+class Learner(abc.ABC, Generic[C]):
+    """What both engines' learners share: the registry's class attributes, the config
+    checked on construction, and how many steps one update counts."""
 
     name: ClassVar[str]                          # the registry name, used in messages
     config_class: ClassVar[type[TrainerConfig]]  # its config dataclass
@@ -243,14 +211,24 @@ class Trainer(abc.ABC, Generic[C]):
 
     @property
     def num_envs(self) -> int:
-        """Parallel environments per seed (the axis `per_env` fields split over; 1 for a
-        trainer that steps no environment)."""
+        """Parallel environments (or episodes of one update) per seed (the axis `per_env`
+        fields split over; 1 for a trainer that steps no environment)."""
         return int(getattr(self.config, "num_envs", 1))
 
     @property
     def steps_per_update(self) -> int:
         """Steps per seed in one update (environment steps; gradient steps offline)."""
         return int(self.config.update_steps(self.spec))
+
+    def health(self) -> Health:
+        """What a healthy run of this algorithm keeps to (default: nothing watched)."""
+        return Health()
+
+
+class Trainer(Learner[C]):
+    """Base class of every compiled algorithm; one instance trains one seed (the
+    experiment layer `vmap`s `update` over seeds). Subclasses set the class
+    attributes and implement the four abstract methods."""
 
     @abc.abstractmethod
     def init(self, key: jax.Array) -> Any:
@@ -274,10 +252,6 @@ class Trainer(abc.ABC, Generic[C]):
         shapes = jax.eval_shape(lambda k: self.policy_params(self.init(k)), jax.random.PRNGKey(0))
         return jax.tree.map(lambda s: jax.numpy.zeros(s.shape, s.dtype), shapes)
 
-    def health(self) -> Health:
-        """What a healthy run of this algorithm keeps to (default: nothing watched)."""
-        return Health()
-
     # A trainer of several objectives trains P policies per seed, one per preference
     # `preferences[p]` ([P, K]), and `front` reads their vector returns from an evaluation.
     preferences: np.ndarray | None = None
@@ -300,6 +274,53 @@ class Trainer(abc.ABC, Generic[C]):
     def evaluator(self, episodes: int) -> Evaluator:
         """`evaluate(params, key) -> dict of [episodes] arrays`: by default, `episodes`
         episodes of the policy in every seat (`algos.common.evaluation`)."""
-        from coplay.algos.common.evaluation import make_evaluator
-
         return make_evaluator(self.policy(), episodes)
+
+
+class HostTrainer(Learner[C]):
+    """Base class of a learner that runs on the host (a pretrained language model in
+    PyTorch): the contract of `Trainer` in host form. One instance holds every seed of
+    a run, and the host engine (`coplay.experiment.host`) drives it:
+
+        learner = Algo(config, env, num_updates, seeds=S, seed=run_seed)   # validates, loads
+        metrics = learner.update(seed, number)       # seed `seed`'s update number `number`
+        results = learner.evaluate(seed, number, episodes)   # name -> [episodes]
+        learner.state() / learner.load_state(state)  # named arrays: the whole truth of a run
+        learner.policy(), learner.policy_params()    # the policy it plays, params [S] (the seeds)
+        learner.samples()                            # the last evaluation's transcripts, as lines
+
+    Everything random is drawn from (run seed, seed, number), so that a run resumed
+    from `state()` repeats an uninterrupted one exactly."""
+
+    def __init__(self, config: C, env: Env, num_updates: int, *, seeds: int, seed: int):
+        super().__init__(config, env, num_updates)
+        self.seeds, self.run_seed = seeds, seed
+
+    @abc.abstractmethod
+    def update(self, seed: int, number: int) -> dict[str, float]:
+        """Seed `seed`'s update number `number`: collect experience, learn. Returns scalar metrics."""
+
+    @abc.abstractmethod
+    def evaluate(self, seed: int, number: int, episodes: int) -> dict[str, np.ndarray]:
+        """Seed `seed`'s evaluation with the random streams of `number`: name -> `[episodes]`
+        ("return" among them)."""
+
+    @abc.abstractmethod
+    def state(self) -> dict[str, np.ndarray]:
+        """Every seed's learnt state as named arrays (written by `coplay.experiment.checkpoint`)."""
+
+    @abc.abstractmethod
+    def load_state(self, state: Mapping[str, np.ndarray]) -> None:
+        """Restore what `state()` returned."""
+
+    @abc.abstractmethod
+    def policy(self) -> Policy:
+        """The policy that acts for the trained agents; its params are a seed's index."""
+
+    def policy_params(self) -> np.ndarray:
+        """`[S]`: each seed's parameters, as `policy().act` takes them (the seeds' indices)."""
+        return np.arange(self.seeds)
+
+    def samples(self) -> list[list[str]]:
+        """The last evaluation's first episodes as lines of text (none by default)."""
+        return []

@@ -77,7 +77,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from coplay.algos.base import Capabilities, Evaluator, Health, Policy, RolloutConfig, Trainer
+from coplay.algos.base import Capabilities, Health, RolloutConfig, Trainer
 from coplay.algos.common import opponent_pool, ppo
 from coplay.algos.common.bots import BOTS, make_bot
 from coplay.algos.common.evaluation import make_evaluator
@@ -89,6 +89,7 @@ from coplay.algos.common.token_loss import TOKEN_NORMS, aggregate_tokens, k3_kl,
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
+from coplay.core.policy import Evaluator, Policy
 from coplay.core.types import EnvSpec
 from coplay.envs.text.base import MovesAsMask, TextEnv
 from coplay.envs.text.games import TextGame
@@ -364,7 +365,7 @@ class GRPO(Trainer[Config]):
 
         if not isinstance(self.env, TextTreeGame):
             return play
-        from coplay.eval.text_policies import score_text_policy
+        from coplay.envs.text.scoring import score_text_policy
 
         env, share, temperature = self.env, self.config.share_params, self.config.temperature
         legal_only = self.config.decoding == "legal"

@@ -32,7 +32,7 @@ import numpy as np
 import optax
 from flax import struct
 
-from coplay.algos.base import Capabilities, Health, Policy, Trainer, per_env
+from coplay.algos.base import Capabilities, Health, Trainer, per_env
 from coplay.algos.common import ppo
 from coplay.algos.common.advantages import gae
 from coplay.algos.common.metrics import episode_metrics
@@ -41,6 +41,7 @@ from coplay.algos.common.rollout import Transition, acting_env, reset_envs, roll
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
+from coplay.core.policy import Policy
 from coplay.core.types import TimeStep
 from coplay.nets import distributions, init_stacked
 from coplay.nets.agent import AgentNet, apply_agents

@@ -36,7 +36,7 @@ import numpy as np
 from flax import struct
 
 from coplay.algos import mappo
-from coplay.algos.base import Capabilities, Evaluator, Health, Policy, Trainer
+from coplay.algos.base import Capabilities, Health, Trainer
 from coplay.algos.common import ols
 from coplay.algos.common.evaluation import make_evaluator
 from coplay.algos.common.preferences import (
@@ -52,6 +52,7 @@ from coplay.algos.common.rollout import Transition
 from coplay.core.config import number_list, param, parse_numbers
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
+from coplay.core.policy import Evaluator, Policy
 from coplay.core.types import TimeStep
 from coplay.wrappers import Accrued, Objectives, chebyshev
 

@@ -52,7 +52,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from coplay.algos.base import Capabilities, Evaluator, Health, Policy, Trainer, per_env
+from coplay.algos.base import Capabilities, Health, Trainer, per_env
 from coplay.algos.common import opponent_pool, ppo
 from coplay.algos.common.advantages import gae
 from coplay.algos.common.matches import make_match, outcomes, random_policy, sample_from_mask
@@ -62,6 +62,7 @@ from coplay.core.compile import jit
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
+from coplay.core.policy import Evaluator, Policy
 from coplay.core.types import TimeStep
 from coplay.nets import ACTIVATIONS, distributions
 from coplay.nets.agent import AgentNet, apply_agents

@@ -34,6 +34,7 @@ class Entry:
     description: str
     config: type | None = None      # the entry's config dataclass, where it has one
     capabilities: Any = None        # what the entry can be used on (algorithms: algos.base.Capabilities)
+    engine: str | None = None       # what runs it, one of the registry's `engines` (algorithms: compiled, host)
 
 
 @dataclass(frozen=True)
@@ -52,16 +53,20 @@ class Prefix:
 
 
 class Registry:
-    def __init__(self, what: str):
+    def __init__(self, what: str, engines: tuple[str, ...] = ()):
         self.what = what
+        self.engines = engines   # the closed set an entry's `engine` is one of; () where entries name none
         self._entries: dict[str, Entry] = {}
         self._prefixes: dict[str, Prefix] = {}
 
     def register(self, name: str, factory: Callable[..., Any], *, kind: str, description: str,
-                 config: type | None = None, capabilities: Any = None) -> None:
+                 config: type | None = None, capabilities: Any = None, engine: str | None = None) -> None:
         if name in self._entries:
             raise RegistryError(f"{self.what} {name!r} is already registered")
-        self._entries[name] = Entry(name, factory, kind, description, config, capabilities)
+        if (engine is None) != (not self.engines) or (engine is not None and engine not in self.engines):
+            raise RegistryError(f"{self.what} {name!r}: engine={engine!r}; the engines of this registry: "
+                                f"{', '.join(self.engines) or 'none'}")
+        self._entries[name] = Entry(name, factory, kind, description, config, capabilities, engine)
 
     def register_prefix(self, prefix: str, factory: Callable[..., Any], *, kind: str, description: str,
                         choices: Callable[[], Iterable[str]] | None = None,

@@ -27,11 +27,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.algos.base import Policy
 from coplay.algos.common.matches import bare_env, check_same_env, make_match, outcomes
 from coplay.core.compile import jit
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
+from coplay.core.policy import Policy
 from coplay.eval.ratings import Results
 
 

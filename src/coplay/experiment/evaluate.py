@@ -7,9 +7,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from coplay.algos.base import Policy
 from coplay.core.compile import jit
 from coplay.core.env import Wrapper
+from coplay.core.policy import Policy
 from coplay.wrappers import AutoReset
 
 

@@ -35,8 +35,9 @@ from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.experiment import checkpoint
+from coplay.experiment.compiled import init_state, plan
 from coplay.experiment.config import Experiment, parse_overrides
-from coplay.experiment.runner import check_checkpoint_config, init_state, plan
+from coplay.experiment.loop import check_checkpoint_config
 from coplay.offline.dataset import (
     QUALITIES,
     Act,

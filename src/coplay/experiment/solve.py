@@ -52,7 +52,7 @@ from coplay.experiment.config import (
     sections,
 )
 from coplay.experiment.report import plot_series, write_csv
-from coplay.experiment.runner import new_run_dir
+from coplay.experiment.rundir import new_run_dir
 
 DEFAULT_SOLVER = "cfr"
 SOLUTION = "solution.npz"

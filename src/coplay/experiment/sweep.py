@@ -325,7 +325,7 @@ def plan_sweep(args: list[str], *, search: str = "grid", samples: int = 8, searc
     (environment and trainer built, nothing compiled), or for a solver through
     `coplay solve`'s own checks (game built, nothing solved), so any bad value
     in any configuration is refused here, with the standard message."""
-    from coplay.experiment.runner import plan
+    from coplay.experiment.compiled import plan
 
     sweep_args = parse_sweep(args)
     values_list = expand(sweep_args, search, samples, search_seed)

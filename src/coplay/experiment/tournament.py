@@ -22,17 +22,17 @@ from typing import Any
 import jax
 import numpy as np
 
-from coplay.algos.base import Policy
 from coplay.algos.common.bots import BOTS, make_bot
 from coplay.algos.common.matches import bare_env, env_signature
 from coplay.core.config import parse_scalar
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
+from coplay.core.policy import Policy
 from coplay.core.registry import ENVS
 from coplay.envs.text.games import TextGame
+from coplay.envs.text.scoring import speaker
 from coplay.eval.ratings import format_table, plot_ratings, ratings_table, win_draw_loss_table
 from coplay.eval.round_robin import Player, round_robin
-from coplay.eval.text_policies import speaker
 from coplay.experiment import checkpoint
 from coplay.experiment.playback import LoadedRun, load_run
 

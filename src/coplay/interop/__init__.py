@@ -12,28 +12,14 @@ library raises `MissingExtraError`, which names the extra to install.
     gymnasium    single-agent Gymnasium environments as coplay environments
                  (`from_gymnasium`, `gym:<id>`) and back (`to_gymnasium`)
     layout       how gymnasium spaces of named agents map onto coplay's arrays
+    extras       `require`: an optional library, or the extra that installs it
     host         the machinery of host-stepped environments (a pool of copies
                  reached through `jax.pure_callback`)
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
-
-from coplay.core.errors import MissingExtraError
-
-
-def require(module: str, extra: str, feature: str) -> ModuleType:
-    """Import `module`, or raise MissingExtraError telling how to install it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise MissingExtraError(
-            f"{feature} needs the {module!r} package, which is not installed: "
-            f"pip install coplay[{extra}]  ({e})"
-        ) from e
-
+from coplay.interop.extras import MissingExtraError, require
 
 # Bridges whose modules import their library lazily can be offered here directly.
 from coplay.interop.gymnasium import from_gymnasium, to_gymnasium  # noqa: E402

@@ -38,7 +38,7 @@ import numpy as np
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
-from coplay.interop import require
+from coplay.interop.extras import require
 from coplay.interop.host import HostCopy, HostEnv, HostEnvError, HostStep
 from coplay.interop.layout import AgentLayout, host_env, objectives
 

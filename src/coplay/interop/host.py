@@ -281,7 +281,7 @@ class RayStore(_ShardedStore):
     (`pip install coplay[ray]`; uses the running Ray instance, or starts a local one)."""
 
     def __init__(self, make_copy: Callable[[], HostCopy], workers: int):
-        from coplay.interop import require
+        from coplay.interop.extras import require
 
         ray = require("ray", "ray", "host workers on Ray")
         super().__init__(workers)

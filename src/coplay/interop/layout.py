@@ -35,7 +35,7 @@ import numpy as np
 from coplay.core import spaces as cs
 from coplay.core.errors import ConfigError, CoplayError
 from coplay.core.types import EnvSpec
-from coplay.interop import require
+from coplay.interop.extras import require
 from coplay.interop.host import HostCopy, HostEnv, HostEnvError, box_bounds, foreign_error
 
 OUT_OF_BOUNDS = ("refuse", "clip")

@@ -42,7 +42,7 @@ from coplay.core.compile import jit
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.types import TimeStep
-from coplay.interop import require
+from coplay.interop.extras import require
 
 APIS = ("auto", "parallel", "aec")
 RENDER_MODES = ("ansi", "human", "rgb_array")

@@ -59,7 +59,7 @@ from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.text.games import TextGame, check_invalid
 from coplay.envs.text.vocab import VOCAB
 from coplay.envs.trees.tree import GAME_OVER, WAIT, YOUR_MOVE
-from coplay.interop import require
+from coplay.interop.extras import require
 
 # The longest game each pgx game allows, in moves (one move per step).
 GAME_LENGTH = {

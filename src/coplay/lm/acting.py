@@ -11,7 +11,7 @@ adapters; the base model has one "seed".
 Who speaks: in a turn-based game whose views end with "your move" for the
 agent to move (the text games do), that agent only; otherwise every agent.
 Where the evaluation loop hands the policy the legal moves (a text game played
-through `coplay.eval.text_policies.speaker`, or `MovesAsMask`), the prompt names
+through `coplay.envs.text.scoring.speaker`, or `MovesAsMask`), the prompt names
 those moves; where it hands an empty mask (the text environment itself), every
 move the environment understands.
 """
@@ -24,8 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.algos.base import Policy
-from coplay.algos.common.matches import no_carry
+from coplay.core.policy import Policy, no_carry
 from coplay.envs.text.vocab import PAD, VOCAB
 from coplay.lm.policy import LMPlayer
 

@@ -17,10 +17,10 @@ from functools import cache
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.algos.base import Policy
-from coplay.algos.common.matches import no_carry, random_legal_actions, random_policy
+from coplay.algos.common.matches import random_legal_actions, random_policy
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError, unknown_name
+from coplay.core.policy import Policy, no_carry
 
 __all__ = ["BOTS", "make_bot", "random_policy", "tic_tac_toe_minimax", "tic_tac_toe_optimal_moves"]
 

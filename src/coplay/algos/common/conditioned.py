@@ -18,11 +18,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.algos.base import Capabilities, Evaluator, Policy, check_env_support
+from coplay.algos.base import Capabilities, check_env_support
 from coplay.algos.common.evaluation import make_evaluator
 from coplay.algos.common.preferences import check_show_weight, per_weight_results, read_front, spread_weights
 from coplay.core.config import param
 from coplay.core.env import Env
+from coplay.core.policy import Evaluator, Policy
 from coplay.wrappers import Objectives, Preference
 
 

@@ -7,8 +7,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from coplay.algos.base import Evaluator, Policy
 from coplay.algos.common.rollout import play_until_done, reset_envs
+from coplay.core.policy import Evaluator, Policy
 
 
 def make_evaluator(policy: Policy, episodes: int) -> Evaluator:

@@ -24,10 +24,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from coplay.algos.base import Policy
 from coplay.algos.common.rollout import play_until_done
 from coplay.core.env import Env, Wrapper
 from coplay.core.errors import ConfigError
+from coplay.core.policy import Policy, no_carry
 from coplay.envs.text.base import MovesAsMask
 from coplay.nets.distributions import prefix_sum
 from coplay.wrappers import AutoReset, EpisodeStats
@@ -75,11 +75,6 @@ def _wrappers(env: Env) -> list[Env]:
         out.append(env)
         env = env.env
     return out
-
-
-def no_carry(batch: tuple[int, ...]) -> jax.Array:
-    """The carry of a policy without memory."""
-    return jnp.zeros((*batch, 0), jnp.float32)
 
 
 def _pick(bits: jax.Array, mask: jax.Array) -> jax.Array:

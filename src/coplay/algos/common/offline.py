@@ -32,13 +32,14 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from coplay.algos.base import Policy, TrainerConfig
+from coplay.algos.base import TrainerConfig
 from coplay.algos.common import q_learning as ql
 from coplay.algos.common.mixing import MIXERS, MixerConfig, Mixing
 from coplay.algos.common.q_trainer import AgentLearner, QFamily
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
+from coplay.core.policy import Policy
 from coplay.nets import distributions
 from coplay.offline.dataset import Dataset, dataset_stats, load
 from coplay.wrappers.agent_id import with_agent_id

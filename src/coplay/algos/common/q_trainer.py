@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from coplay.algos.base import Capabilities, Health, Policy, Trainer, per_env
+from coplay.algos.base import Capabilities, Health, Trainer, per_env
 from coplay.algos.common import q_learning as ql
 from coplay.algos.common.metrics import episode_metrics
 from coplay.algos.common.q_learning import QConfig
@@ -41,6 +41,7 @@ from coplay.algos.common.replay import add_rollout, make_window_buffer, sample_w
 from coplay.algos.common.rollout import Transition, acting_env, reset_envs, rollout
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
+from coplay.core.policy import Policy
 from coplay.core.types import TimeStep
 from coplay.nets import init_stacked
 from coplay.nets.agent import AgentNet, apply_agents

@@ -1,6 +1,6 @@
 """The loss terms of a policy that writes utterances token by token, shared by
 the trainers of token policies (`algo=grpo`; `algo=lm_grpo` computes the same
-formulas in PyTorch, `coplay.lm.grpo`).
+formulas in PyTorch, `coplay.algos.lm_grpo`).
 
 Terms per token are averaged as `token_norm` says (verl's `loss_agg_mode`):
 

@@ -30,7 +30,7 @@ Two families use it: the exact trees (`text:kuhn_poker`, `text:leduc_holdem`,
 `coplay.envs.text.tree_games`) and pgx's boards (`coplay.interop.pgx`).
 
 A text policy also plays in the game underneath, beside policies and bots
-built for it (`coplay.eval.text_policies.speaker`): it reads the views that
+built for it (`coplay.envs.text.scoring.speaker`): it reads the views that
 `text_views` writes from the game's state, and the moves its utterances name
 are played (an utterance that names none, an illegal move).
 """

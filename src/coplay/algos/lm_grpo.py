@@ -1,6 +1,6 @@
 """Group-relative policy optimisation of a pretrained language model with LoRA (`algo=lm_grpo`).
 
-The host-side counterpart of `coplay.algos.grpo`: the environment is the same
+A `HostTrainer`: the host-side counterpart of `coplay.algos.grpo`: the environment is the same
 compiled text environment (reset and step jitted and vmapped over the update's
 episodes), the advantages are the same estimators
 (`coplay.algos.common.group_advantages`, `algo.estimator`), and the model is a
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,20 +48,80 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.algos.base import check_env_support
+from coplay.algos.base import Capabilities, HostTrainer, TrainerConfig
 from coplay.algos.common.group_advantages import ESTIMATORS, Episodes, estimator, view_keys
+from coplay.algos.common.token_loss import TOKEN_NORMS
+from coplay.core.config import param
+from coplay.core.env import Env
 from coplay.core.errors import ConfigError
+from coplay.core.policy import Policy
+from coplay.core.types import EnvSpec
 from coplay.envs.text.base import TextEnv
+from coplay.envs.text.scoring import score_lm_player
+from coplay.envs.text.tree_games import TextTreeGame
 from coplay.envs.text.vocab import VOCAB
-from coplay.lm.config import CAPABILITIES, Config
-from coplay.lm.models import LoadedModel, require_llm
-from coplay.lm.policy import LMPlayer, Reply
+from coplay.lm.acting import lm_policy
+from coplay.lm.models import LoadedModel, load_model, require_llm
+from coplay.lm.policy import DECODINGS, LMPlayer, Reply
+
+ADAPTERS = ("shared", "per_role")
+CAPABILITIES = Capabilities(discrete_actions=False, utterances=True, turn_based=True)
+
+
+@dataclass(frozen=True)
+class Config(TrainerConfig):
+    model: str = param("smollm2", "the language model: smollm2 (SmolLM2-135M-Instruct, after `coplay lm "
+                                  "fetch-smollm2`), tiny (a 2-layer Llama with random weights), a directory saved "
+                                  "by transformers, a .gguf file, or a model id of a hub you can reach")
+    model_seed: int = param(0, "algo.model=tiny: the seed of its random weights", min=0)
+    num_envs: int = param(16, "episodes per update: num_envs / group_size groups of group_size episodes", min=1)
+    group_size: int = param(4, "episodes per group: a group's episodes start from the same state (the same deal) "
+                               "with different sampling keys", min=1)
+    estimator: str = param("grpo", "the advantage estimator (coplay.algos.common.group_advantages)",
+                           choices=tuple(ESTIMATORS))
+    adapters: str = param("shared", "shared: one LoRA adapter plays every role; per_role: one adapter per role on "
+                                    "the one frozen base model", choices=ADAPTERS)
+    lora_rank: int = param(8, "LoRA rank", min=1)
+    lora_alpha: int = param(16, "LoRA scale numerator (the update is scaled by alpha / rank)", min=1)
+    lr: float = param(1e-4, "Adam learning rate of the adapters", min=0.0, min_exclusive=True)
+    epochs: int = param(1, "passes over each batch", min=1)
+    minibatches: int = param(1, "minibatches per epoch", min=1)
+    clip_eps: float = param(0.2, "PPO ratio clip, per generated token", min=0.0, min_exclusive=True)
+    max_grad_norm: float = param(1.0, "gradient-norm clip, per adapter", min=0.0, min_exclusive=True)
+    token_norm: str = param("sequence", "how token terms are averaged: sequence (per reply, then over replies: "
+                                        "GRPO), token (over all tokens: DAPO), constant (token sum / "
+                                        "max_new_tokens: Dr. GRPO)", choices=TOKEN_NORMS)
+    kl_coef: float = param(0.0, "weight of the per-token KL to the base model (k3 estimator; the base model is "
+                                "the adapters switched off); 0: none", min=0.0)
+    reference_every: int = param(0, "updates between refreshes of the KL's reference to the adapters as they are "
+                                    "then (regularised Nash dynamics, as algo=grpo); 0: the base model throughout",
+                                 min=0)
+    anneal_lr: bool = param(False, "decay the learning rate linearly to 0 over the run")
+    temperature: float = param(1.0, "sampling temperature, in training and evaluation", min=0.0,
+                               min_exclusive=True)
+    max_new_tokens: int = param(8, "the most tokens of one reply", min=1)
+    decoding: str = param("free", "free: any reply, parsed by the environment (the format is learned); legal: "
+                                  "one of the legal moves, drawn by the model's probability of its reply",
+                          choices=DECODINGS)
+    gamma: float = param(1.0, "discount of the turn-level estimators (mars, at_grpo, gigpo)", min=0.0, max=1.0)
+    rae_alpha: float = param(0.95, "rae: decay of the baseline's moving average per role", min=0.0, max=1.0)
+    gigpo_omega: float = param(1.0, "gigpo: weight of the step-level (anchor-state) advantage", min=0.0)
+    batch_size: int = param(32, "sequences per forward pass", min=1, affects_results=False)
+
+    def update_steps(self, spec: EnvSpec) -> int:
+        """Steps reserved per update: the environment's max_steps for each of the
+        num_envs episodes (as for algo=grpo)."""
+        return self.num_envs * spec.max_steps
+
+    @property
+    def steps_per_update(self) -> int:
+        raise NotImplementedError("lm_grpo's steps per update depend on the environment: update_steps(spec)")
 
 
 def check(config: Config, env: Any) -> None:
-    """Refuse what cannot train, before any model is loaded."""
+    """Refuse what cannot train, before any model is loaded (the capabilities are
+    checked by `HostTrainer`)."""
     spec = env.spec
-    check_env_support(spec, "lm_grpo", CAPABILITIES)
     if not isinstance(env, TextEnv):
         raise ConfigError(f"lm_grpo plays text environments (coplay.envs.text.TextEnv), and {spec.name!r} is a "
                           f"{type(env).__name__}")
@@ -107,8 +167,9 @@ class Played:
     group: np.ndarray     # [E]
 
 
-class LMGRPO:
-    """The learner (see the module's doc). `update(seed, number)` trains one seed once."""
+class LMGRPO(HostTrainer[Config]):
+    """The learner (see the module's doc). `update(seed, number)` trains one seed once.
+    `loaded`: the model to train (by default `algo.model`, loaded here)."""
 
     name = "lm_grpo"
     config_class = Config
@@ -116,20 +177,24 @@ class LMGRPO:
     return_convention = ("episode return averaged over agents, the model in every seat (0 by construction in a "
                          "zero-sum game against itself; on kuhn_poker and leduc_holdem see eval/exploitability)")
 
-    def __init__(self, config: Config, env: TextEnv, loaded: LoadedModel, seeds: int, run_seed: int,
-                 num_updates: int = 0):
+    def __init__(self, config: Config, env: Env, num_updates: int = 0, *, seeds: int, seed: int,
+                 loaded: LoadedModel | None = None):
+        super().__init__(config, env, num_updates, seeds=seeds, seed=seed)
+        check(config, env)
         require_llm()
         import torch
         from peft import LoraConfig, get_peft_model
 
-        check(config, env)
+        if loaded is None:
+            loaded = load_model(config.model, seed=config.model_seed)
+        run_seed = seed
+        assert isinstance(env, TextEnv)
         if config.reference_every and not config.kl_coef:
             raise ConfigError(f"algo.reference_every={config.reference_every} refreshes the reference of the KL "
                               f"term, and algo.kl_coef=0 has none; set algo.kl_coef > 0 or algo.reference_every=0")
         if config.anneal_lr and num_updates < 1:
             raise ConfigError("algo.anneal_lr=true needs the run's number of updates")
-        self.num_updates = num_updates
-        self.torch, self.config, self.env, self.seeds, self.run_seed = torch, config, env, seeds, run_seed
+        self.torch, self.env = torch, env
         spec = env.spec
         self.num_agents, self.horizon = spec.num_agents, spec.max_steps
         roles = range(spec.num_agents) if config.adapters == "per_role" else [None]
@@ -164,6 +229,7 @@ class LMGRPO:
         self._step = jax.jit(jax.vmap(env.step))
         self._mask = jax.jit(jax.vmap(env.move_mask))
         self.seed = 0
+        self._samples: list[list[str]] = []
 
     # ----- adapters ---------------------------------------------------------------------------
     def use_seed(self, seed: int) -> None:
@@ -368,6 +434,38 @@ class LMGRPO:
             self.optimizers[name].step()
             self.optimizers[name].zero_grad(set_to_none=True)
 
+    # ----- evaluation ---------------------------------------------------------------------------
+    def evaluate(self, seed: int, number: int, episodes: int) -> dict[str, np.ndarray]:
+        """Per-episode `return` and `invalid` (replies per turn that named no legal move)
+        over `episodes` self-play episodes (groups of one), and on a game with an exact
+        tree `exploitability`, `nash_conv` and `invalid_mass` (the strategy's, repeated
+        per episode). Seed 0's first dialogues are kept for `samples()`."""
+        env = self.env
+        played = self.play(seed, number, episodes, 1, purpose=2)
+        spoke = played.acted.any(1)
+        turns = np.maximum(played.acted.sum((1, 2)), 1)
+        out = {"return": np.where(spoke, played.reward.sum(1), 0.0).sum(1) / env.spec.num_agents,
+               "invalid": played.invalid / turns}
+        if isinstance(env, TextTreeGame):   # play() left seed `seed`'s adapters speaking
+            score = score_lm_player(env, self.player)
+            for k, v in (("exploitability", score.exploitability), ("nash_conv", score.nash_conv),
+                         ("invalid_mass", np.mean(np.asarray(score.invalid)))):
+                out[k] = np.full(episodes, float(v))
+        if seed == 0:
+            roles = env.spec.roles
+            self._samples = [
+                [f"{roles[a] if roles else a}: {t!r}"
+                 for a, t, ep in zip(played.turns.agent, played.turns.texts, played.turns.episode) if ep == e]
+                + [f"returns: {played.reward[e].sum(0).tolist()}"] for e in range(min(3, episodes))]
+        return out
+
+    def samples(self) -> list[list[str]]:
+        return self._samples
+
+    def policy(self) -> Policy:
+        """The model as a Policy of its text environment; params: a seed's index."""
+        return lm_policy(self.player, self.use_seed)
+
     # ----- the state a checkpoint holds -------------------------------------------------------
     def state(self) -> dict[str, np.ndarray]:
         """Every adapter's weights, Adam's moments and step counts, and RAE's baselines,
@@ -388,7 +486,7 @@ class LMGRPO:
                                                    else v.detach().numpy().astype(np.float32).copy())
         return out
 
-    def load_state(self, state: dict[str, np.ndarray]) -> None:
+    def load_state(self, state: Mapping[str, np.ndarray]) -> None:
         torch = self.torch
         self.baselines = np.asarray(state["baselines"], np.float32).copy()
         for name, weights in self.reference.items():

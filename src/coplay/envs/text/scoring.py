@@ -17,12 +17,11 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from coplay.algos.base import Policy
 from coplay.core.compile import call_once
+from coplay.core.policy import Policy
 from coplay.envs.text.games import TextGame
 from coplay.envs.text.tree_games import TextTreeGame
 from coplay.envs.trees.values import TreeArrays, exploitability, nash_conv
-from coplay.nets.token_policy import TokenPolicy
 
 
 class TextPolicyScore(NamedTuple):
@@ -32,9 +31,10 @@ class TextPolicyScore(NamedTuple):
     invalid: jax.Array          # [I] probability of an utterance that names no legal move
 
 
-def move_probabilities(env: TextTreeGame, policy: TokenPolicy, params: Any, temperature: float = 1.0,
+def move_probabilities(env: TextTreeGame, policy: Any, params: Any, temperature: float = 1.0,
                        per_role: bool = False, legal_only: bool = False) -> tuple[jax.Array, jax.Array]:
-    """`(strategy [I, A], invalid [I])` of `policy` at every information set of `env`'s tree.
+    """`(strategy [I, A], invalid [I])` of `policy` (a token-level policy: anything with the
+    `log_prob` of `coplay.nets.token_policy.TokenPolicy`) at every information set of `env`'s tree.
     `per_role`: `params` holds one model per player (every leaf `[N, ...]`), and each
     information set is read by its owner's. `legal_only`: the policy writes only the
     moves legal at the information set (its decoding is restricted to them)."""
@@ -61,7 +61,7 @@ def renormalise(logp: jax.Array, legal: jax.Array) -> tuple[jax.Array, jax.Array
     return strategy, 1.0 - said[:, 0]
 
 
-def score_text_policy(env: TextTreeGame, policy: TokenPolicy, params: Any, temperature: float = 1.0,
+def score_text_policy(env: TextTreeGame, policy: Any, params: Any, temperature: float = 1.0,
                       per_role: bool = False, legal_only: bool = False) -> TextPolicyScore:
     """The exact exploitability and NashConv of `policy` (see the module's doc and
     `move_probabilities` for `per_role` and `legal_only`), computed as one program."""
