@@ -4,7 +4,7 @@
                                       [--estimators grpo rae dr_grpo]
 
 The tiny model (`algo.model=tiny`: a 2-layer Llama of width 64 with random weights and
-a word-level tokenizer) plays both seats with `decoding=legal` and learns with LoRA
+a word-level tokenizer) plays both seats with `decoding=choose_legal` and learns with LoRA
 (rank 8) from each estimator in turn, same seed, same budget. The exact exploitability
 of its strategy is measured before training and every `--every` updates. Writes the
 `lm_tiny_kuhn` section of BENCHMARKS.md.
@@ -35,7 +35,7 @@ base model holds the policy open until it is.
 
 def curve(estimator: str, updates: int, every: int, options: dict) -> dict:
     env = coplay.make("text:kuhn_poker")
-    learner = LMGRPO(Config(model="tiny", decoding="legal", estimator=estimator, **options), env, updates,
+    learner = LMGRPO(Config(model="tiny", decoding="choose_legal", estimator=estimator, **options), env, updates,
                      seeds=1, seed=0, loaded=tiny_model())
     points = [(0, float(score_lm_player(env, learner.player).exploitability))]
     t = time.perf_counter()
@@ -72,7 +72,7 @@ def main() -> None:
 
 `python benchmarks/lm_tiny_kuhn.py --updates {args.updates} --every {args.every} --lr {args.lr} --kl-coef \
 {args.kl_coef} --estimators {' '.join(args.estimators)}` on {cpu_model()}, {args.threads} threads: `algo=lm_grpo algo.model=tiny
-algo.decoding=legal {flags}`, one seed (0), the same for every estimator. Exact exploitability of the model's
+algo.decoding=choose_legal {flags}`, one seed (0), the same for every estimator. Exact exploitability of the model's
 strategy (uniform play: 0.458; always bet: 0.333) after each number of updates, and the spread of its
 probability of betting over the 12 information sets (0: the same strategy everywhere) at the end:
 

@@ -4,13 +4,13 @@ policy trained from scratch, a PPO policy and the random bot.
     python benchmarks/lm_tournament.py [--games 100] [--lm-updates 150] [--smollm2]
 
 Players, all seated in `tree:kuhn_poker` (the text policies through the game's words):
-- `tiny`: the tiny model (`algo.model=tiny`, random weights) before training, `decoding=legal`;
+- `tiny`: the tiny model (`algo.model=tiny`, random weights) before training, `decoding=choose_legal`;
 - `tiny+lm_grpo`: the same model after `--lm-updates` updates of `algo=lm_grpo` self-play;
 - `grpo`: a token-level policy trained from scratch by `algo=grpo` (the configuration of the
   README's Kuhn figures);
 - `ppo`: `algo=selfplay_ppo` on `tree:kuhn_poker`;
 - `random`: the scripted bot;
-- with `--smollm2`: SmolLM2-135M-Instruct before training, `decoding=legal` and free
+- with `--smollm2`: SmolLM2-135M-Instruct before training, `decoding=choose_legal` and free
   (its free replies that name no legal move forfeit).
 Every model's exact exploitability is listed beside the table. Writes the `lm_tournament`
 section of BENCHMARKS.md.
@@ -36,7 +36,7 @@ from coplay.lm.acting import lm_policy
 from coplay.lm.models import load_model, tiny_model
 from coplay.lm.policy import LMPlayer
 
-LM = ["algo=lm_grpo", "algo.model=tiny", "algo.decoding=legal", "algo.estimator=rae", "algo.num_envs=32",
+LM = ["algo=lm_grpo", "algo.model=tiny", "algo.decoding=choose_legal", "algo.estimator=rae", "algo.num_envs=32",
       "algo.group_size=4", "algo.lr=3e-3", "algo.kl_coef=1.0"]
 GRPO = ["algo=grpo", "algo.decoding=legal", "algo.estimator=dr_grpo", "algo.kl_coef=0.2",
         "algo.reference_every=100", "algo.lr=3e-4", "algo.anneal_lr=true", "algo.layers=1", "algo.width=32"]
@@ -66,7 +66,7 @@ def main() -> None:
 
     exploit: dict[str, float] = {}
     players: list[Player] = []
-    before = LMPlayer(tiny_model(), text, decoding="legal")
+    before = LMPlayer(tiny_model(), text, decoding="choose_legal")
     exploit["tiny"] = float(score_lm_player(text, before).exploitability)
     players.append(Player("tiny", speaker(text, lm_policy(before)), np.int32(0)))
     after = load_run(lm_run.run_dir)
@@ -81,7 +81,7 @@ def main() -> None:
     players.append(Player("ppo", ppo.policy, jax.tree.map(lambda x: x[0], ppo.params)))
     if args.smollm2:
         smol = load_model("smollm2")
-        for decoding in ("legal", "free"):
+        for decoding in ("choose_legal", "free"):
             p = LMPlayer(smol, text, decoding=decoding, max_new_tokens=8)
             exploit[f"smollm2 ({decoding})"] = float(score_lm_player(text, p).exploitability)
             players.append(Player(f"smollm2 ({decoding})", speaker(text, lm_policy(p)), np.int32(0)))

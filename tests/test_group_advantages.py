@@ -288,3 +288,19 @@ def test_a_batch_exported_in_verl_field_names_gives_the_same_advantages_under_ve
     np.testing.assert_allclose(rows["rewards"], 3 * rows["rewards/win"], rtol=1e-6)
     with pytest.raises(ConfigError, match="reward_names has 1 names for 2 rewards"):
         ga.to_verl(two, reward_names=("win",))
+
+
+def test_each_estimator_declares_the_options_a_trainer_sets_and_both_trainers_pass_them():
+    import inspect
+
+    from coplay.algos.grpo import Config as GRPOConfig
+    from coplay.algos.lm_grpo import Config as LMConfig
+
+    settable = {"gamma", "omega", "alpha"}   # the config's gamma, gigpo_omega and rae_alpha
+    for name, e in ga.ESTIMATORS.items():
+        keywords = set(inspect.signature(e.fn).parameters)
+        assert set(e.options) == keywords & settable, name
+        for config in (GRPOConfig(estimator=name, gamma=0.9, gigpo_omega=0.5, rae_alpha=0.8),
+                       LMConfig(estimator=name, gamma=0.9, gigpo_omega=0.5, rae_alpha=0.8)):
+            assert config.estimator_options() == {k: {"gamma": 0.9, "omega": 0.5, "alpha": 0.8}[k]
+                                                  for k in e.options}

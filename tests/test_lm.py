@@ -34,7 +34,7 @@ def kuhn():
     return coplay.make("text:kuhn_poker")
 
 
-@pytest.mark.parametrize("decoding", ["free", "legal"])
+@pytest.mark.parametrize("decoding", ["free", "choose_legal"])
 def test_sampled_log_probabilities_are_what_training_recomputes(kuhn, decoding):
     player = LMPlayer(tiny_model(seed=3), kuhn, max_new_tokens=4, decoding=decoding)
     prompt = player.prompt(KUHN_VIEW, 0, ["pass", "bet"])
@@ -83,11 +83,11 @@ def test_a_uniform_model_is_scored_exactly_as_uniform_play_of_kuhn_and_leduc(kuh
     loaded = tiny_model(seed=0)
     with torch.no_grad():                # zero embeddings (tied to the output): every token equally likely
         loaded.model.get_input_embeddings().weight.zero_()
-    score = score_lm_player(kuhn, LMPlayer(loaded, kuhn, decoding="legal"))
+    score = score_lm_player(kuhn, LMPlayer(loaded, kuhn, decoding="choose_legal"))
     np.testing.assert_allclose(np.asarray(score.strategy), 0.5, atol=1e-6)
     np.testing.assert_allclose(float(score.exploitability), 0.458333, atol=1e-4)   # uniform Kuhn play
     leduc = coplay.make("text:leduc_holdem")         # 288 information sets, two or three legal moves each
-    score = score_lm_player(leduc, LMPlayer(loaded, leduc, decoding="legal"))
+    score = score_lm_player(leduc, LMPlayer(loaded, leduc, decoding="choose_legal"))
     legal = np.asarray(leduc.game.tree.legal)
     uniform = legal / legal.sum(-1, keepdims=True)
     np.testing.assert_allclose(np.asarray(score.strategy), uniform, atol=1e-6)
@@ -130,7 +130,7 @@ def test_bad_input_is_refused_before_a_run_directory_exists(tmp_path, kuhn):
 
 @pytest.mark.slow
 def test_an_lm_grpo_run_resumes_exactly_scores_its_exploitability_and_plays_a_tournament(tmp_path):
-    args = TINY + ["algo.decoding=legal", "algo.adapters=per_role", "algo.estimator=rae", "algo.kl_coef=0.1",
+    args = TINY + ["algo.decoding=choose_legal", "algo.adapters=per_role", "algo.estimator=rae", "algo.kl_coef=0.1",
                    "algo.num_envs=8", "algo.group_size=4", "seeds=2", "total_steps=48", "chunk_steps=24",
                    "eval_episodes=4", f"out_dir={tmp_path}"]
     whole = coplay.train(args + ["name=whole"])
@@ -174,8 +174,19 @@ def test_smollm2_scores_its_kuhn_play_and_finishes_a_short_self_play_run(kuhn, t
     assert 0.0 < float(score.exploitability) <= 2.0 and np.all(np.asarray(score.invalid) < 1.0)
     # a short self-play run through `coplay train`: one update of two episodes from one deal, the model
     # in both seats, then its evaluation (two episodes and the exact exploitability)
-    run = coplay.train(["algo=lm_grpo", "env=text:kuhn_poker", "algo.model=smollm2", "algo.decoding=legal",
+    run = coplay.train(["algo=lm_grpo", "env=text:kuhn_poker", "algo.model=smollm2", "algo.decoding=choose_legal",
                         "algo.num_envs=2", "algo.group_size=2", "seeds=1", "total_steps=6", "chunk_steps=6",
                         "eval_episodes=2", "progress=false", "tensorboard=false", f"out_dir={tmp_path}"])
     assert run.summary["updates_per_seed"] == 1 and run.summary["final"]["invalid"]["iqm"] == 0.0
     assert 0.0 < run.summary["final"]["exploitability"]["iqm"] <= 2.0
+
+
+def test_a_run_written_with_the_old_decoding_name_loads_and_the_command_line_takes_only_the_new(tmp_path):
+    from coplay.experiment.config import Experiment, parse_overrides
+
+    exp = parse_overrides(TINY + ["algo.decoding=choose_legal"])
+    (tmp_path / "config.yaml").write_text(exp.to_yaml().replace("choose_legal", "legal"))   # as older coplay wrote it
+    assert "decoding: legal" in (tmp_path / "config.yaml").read_text()
+    assert Experiment.load(tmp_path / "config.yaml").algo_config.decoding == "choose_legal"
+    with pytest.raises(ConfigError, match="free, choose_legal"):
+        parse_overrides(TINY + ["algo.decoding=legal"])   # grpo's legal writes legal moves token by token

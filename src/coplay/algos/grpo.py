@@ -69,7 +69,6 @@ an utterance's `<end>` carry no weight anywhere.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,15 +76,16 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from coplay.algos.base import Capabilities, Health, RolloutConfig, Trainer
+from coplay.algos.base import Capabilities, Health, Trainer
 from coplay.algos.common import opponent_pool, ppo
 from coplay.algos.common.bots import BOTS, make_bot
 from coplay.algos.common.evaluation import make_evaluator
-from coplay.algos.common.group_advantages import ESTIMATORS, Episodes, estimator, view_keys
+from coplay.algos.common.group_advantages import Episodes, estimator, view_keys
+from coplay.algos.common.group_rl import GroupRLConfig, check_group_rl
 from coplay.algos.common.matches import outcomes
 from coplay.algos.common.repetition import agent_set, repeat_share
 from coplay.algos.common.rollout import play_until_done
-from coplay.algos.common.token_loss import TOKEN_NORMS, aggregate_tokens, k3_kl, token_mean
+from coplay.algos.common.token_loss import aggregate_tokens, clipped_token_loss, token_mean
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
@@ -104,27 +104,9 @@ DECODINGS = ("free", "moves", "legal")
 
 
 @dataclass(frozen=True)
-class Config(RolloutConfig):
-    num_envs: int = param(64, "episodes per update: num_envs / group_size groups of group_size episodes", min=1)
+class Config(GroupRLConfig):
     rollout_len: int = param(0, "the most steps an episode may take (one still running then is cut and scored "
                                 "by the rewards it has had); 0: the environment's max_steps", min=0)
-    group_size: int = param(8, "episodes per group: a group's episodes start from the same state (the same deal, "
-                               "the same problem) with different sampling keys", min=1)
-    estimator: str = param("grpo", "the advantage estimator (coplay.algos.common.group_advantages)",
-                           choices=tuple(ESTIMATORS))
-    lr: float = param(1e-3, "Adam learning rate", min=0.0, min_exclusive=True)
-    anneal_lr: bool = param(False, "decay the learning rate linearly to 0 over the run")
-    epochs: int = param(2, "passes over each batch", min=1)
-    minibatches: int = param(1, "minibatches per epoch", min=1)
-    clip_eps: float = param(0.2, "PPO ratio clip, per token", min=0.0, min_exclusive=True)
-    max_grad_norm: float = param(1.0, "global gradient-norm clip", min=0.0, min_exclusive=True)
-    token_norm: str = param("sequence", "how token terms are averaged: sequence (per utterance, then over "
-                                        "utterances: GRPO), token (over all tokens: DAPO), constant (token sum / "
-                                        "max_tokens: Dr. GRPO)", choices=TOKEN_NORMS)
-    kl_coef: float = param(0.0, "weight of the per-token KL to the reference policy (k3 estimator); 0: none",
-                           min=0.0)
-    reference_every: int = param(0, "updates between refreshes of the KL's reference policy to the current one "
-                                    "(regularised Nash dynamics); 0: the initial policy throughout", min=0)
     ent_coef: float = param(0.0, "per-token entropy bonus weight", min=0.0)
     entropy_reward: float = param(0.0, "tau: each utterance y adds -tau log pi(y) to its speaker's reward "
                                        "(maximum-entropy RL over utterances)", min=0.0)
@@ -133,8 +115,6 @@ class Config(RolloutConfig):
                                        "(R-Zero's repetition penalty: keeps a proposer's problems varied)", min=0.0)
     repeat_agents: str = param("all", "the agents (indices, comma-separated, e.g. 0 for text:arithmetic_roles' "
                                       "proposer) whose utterances repeat_penalty counts; all: every agent")
-    temperature: float = param(1.0, "sampling temperature, in training and evaluation", min=0.0,
-                               min_exclusive=True)
     alphabet: str = param("speech", "tokens the policy may write: speech (the environment's own words and <end>; "
                                     "which of them, in what order and where to stop is still learned) or all "
                                     "(the whole vocabulary)", choices=ALPHABETS)
@@ -158,10 +138,6 @@ class Config(RolloutConfig):
     snapshot_every: int = param(10, "updates between snapshots of the learner joining the pool", min=1)
     pfsp_power: float = param(2.0, "PFSP weight (1 - score rate) ** power", min=0.0)
     pfsp_decay: float = param(0.99, "per-update decay of the results PFSP weighs by", min=0.0, max=1.0)
-    gamma: float = param(1.0, "discount of the turn-level estimators (mars, at_grpo, gigpo)", min=0.0, max=1.0)
-    rae_alpha: float = param(0.95, "rae: decay of the baseline's moving average per game and role",
-                             min=0.0, max=1.0)
-    gigpo_omega: float = param(1.0, "gigpo: weight of the step-level (anchor-state) advantage", min=0.0)
     width: int = param(64, "transformer width", min=1)
     layers: int = param(2, "transformer blocks", min=1)
     heads: int = param(4, "attention heads (must divide width)", min=1)
@@ -169,11 +145,6 @@ class Config(RolloutConfig):
     def horizon(self, spec: EnvSpec) -> int:
         """The most steps one episode of an update may take."""
         return self.rollout_len or spec.max_steps
-
-    def update_steps(self, spec: EnvSpec) -> int:
-        """Steps reserved per update: `horizon` steps for each of the `num_envs` episodes
-        (episodes that end sooner stop early; the budget counts their full reservation)."""
-        return self.num_envs * self.horizon(spec)
 
 
 @struct.dataclass
@@ -220,27 +191,15 @@ class GRPO(Trainer[Config]):
         super().__init__(config, env, num_updates)
         c, spec = config, env.spec
         n = spec.num_agents
-        if c.num_envs % c.group_size:
-            raise ConfigError(f"algo.group_size={c.group_size} must divide algo.num_envs={c.num_envs} (the episodes "
-                              f"of one update), e.g. num_envs={c.group_size * max(1, c.num_envs // c.group_size)}")
+        check_group_rl(c, env, "grpo")
+        assert isinstance(env, TextEnv)
         if c.width % c.heads:
             raise ConfigError(f"algo.heads={c.heads} must divide algo.width={c.width}")
         self.repeat_agents = agent_set(c.repeat_agents, n, spec.name)
-        if c.reference_every and not c.kl_coef:
-            raise ConfigError(f"algo.reference_every={c.reference_every} refreshes the reference policy of the KL "
-                              f"term, and algo.kl_coef=0 has none; set algo.kl_coef > 0 or algo.reference_every=0")
         self.estimate = estimator(c.estimator)
-        if self.estimate.needs_state and not env.views_are_states:
-            raise ConfigError(f"algo.estimator={c.estimator} groups turns by the state they were taken in, and "
-                              f"{spec.name!r} gives no state keys (its views are not its states: "
-                              f"Env.views_are_states is False); estimators that need none: "
-                              f"{', '.join(k for k, e in ESTIMATORS.items() if not e.needs_state)}")
         if c.opponent != "self" and n < 2:
             raise ConfigError(f"algo.opponent={c.opponent} needs another seat, and {spec.name!r} has one agent; "
                               f"use algo.opponent=self")
-        if not isinstance(env, TextEnv):
-            raise ConfigError(f"grpo trains a token-level policy on text environments (coplay.envs.text.TextEnv), "
-                              f"and {spec.name!r} is a {type(env).__name__}")
         if c.bot_share > 0 and c.opponent in BOTS:
             raise ConfigError(f"algo.bot_share={c.bot_share} mixes a scripted bot into self-play or pool play, and "
                               f"algo.opponent={c.opponent} is a bot in every group already; use algo.bot_share=0, "
@@ -276,10 +235,7 @@ class GRPO(Trainer[Config]):
                                  moves=None if c.decoding == "free" else self.move_table)
         self.num_moves = len(env.move_texts)
         self.optimizer = ppo.adam(c, num_updates)
-        # the options of this config that the chosen estimator takes
-        options = {"gamma": c.gamma, "omega": c.gigpo_omega, "alpha": c.rae_alpha}
-        accepted = inspect.signature(self.estimate.fn).parameters
-        self.estimator_options = {k: v for k, v in options.items() if k in accepted}
+        self.estimator_options = c.estimator_options()
 
     @property
     def num_envs(self) -> int:
@@ -534,16 +490,16 @@ class GRPO(Trainer[Config]):
         logp, entropy = self._token_log_probs(params, mb["view"], mb["agent"], mb["tokens"], mb.get("legal"))
         weight = mb["learner"].astype(jnp.float32)
         tokens = spoken(mb["tokens"]) & mb["learner"][:, None]
-        pg, ratio, log_ratio = ppo.clip_terms(logp, mb["logp"], mb["adv"][:, None], c.clip_eps)
-        mean = lambda x: aggregate_tokens(x, tokens, weight, c.token_norm, self.max_tokens)  # noqa: E731
-        loss = mean(pg) - c.ent_coef * mean(entropy)
-        stats = {"loss/policy": mean(pg), "loss/entropy": token_mean(entropy, tokens),
-                 "loss/approx_kl": token_mean((ratio - 1.0) - log_ratio, tokens),
+        loss, parts = clipped_token_loss(logp, mb["logp"], mb["adv"], tokens, weight, clip_eps=c.clip_eps,
+                                         norm=c.token_norm, max_tokens=self.max_tokens, ref_logp=mb.get("ref_logp"),
+                                         kl_coef=c.kl_coef)
+        loss = loss - c.ent_coef * aggregate_tokens(entropy, tokens, weight, c.token_norm, self.max_tokens)
+        ratio = parts["ratio"]
+        stats = {"loss/policy": parts["policy"], "loss/entropy": token_mean(entropy, tokens),
+                 "loss/approx_kl": token_mean((ratio - 1.0) - parts["log_ratio"], tokens),
                  "loss/clip_frac": token_mean((jnp.abs(ratio - 1.0) > c.clip_eps).astype(jnp.float32), tokens)}
-        if c.kl_coef > 0:
-            kl = k3_kl(mb["ref_logp"], logp)
-            loss = loss + c.kl_coef * mean(kl)
-            stats["loss/kl_ref"] = token_mean(kl, tokens)
+        if parts["kl"] is not None:
+            stats["loss/kl_ref"] = token_mean(parts["kl"], tokens)
         return loss, stats
 
     def update(self, state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:

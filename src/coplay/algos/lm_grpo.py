@@ -12,7 +12,8 @@ start from the same state (one reset key per group) and differ in their
 sampling; every seat is played by the model (self-play: one model, every role).
 Each reply is scored by the estimator from the episode's rewards, and the
 adapters take `epochs` x `minibatches` PPO-clipped steps on the generated tokens
-only (the prompt's tokens carry no loss):
+only (the prompt's tokens carry no loss; `coplay.lm.token_loss`, the PyTorch twin
+of `coplay.algos.common.token_loss`):
 
     l_t = -min(r_t A, clip(r_t, 1 - eps, 1 + eps) A) + kl_coef (exp(q_t) - q_t - 1),
     r_t = pi(y_t | prompt, y_<t) / pi_old(y_t | prompt, y_<t),   q_t = log pi_base(y_t) - log pi(y_t)
@@ -22,7 +23,7 @@ the base model, the adapters switched off (no second copy of the model is held),
 or with `reference_every=K` the adapters as they were at the last multiple of K
 updates (a copy of the adapters alone): the regularised Nash dynamics of
 `algo=grpo`. With
-`decoding=legal` a reply is one draw among the legal moves, and its
+`decoding=choose_legal` a reply is one draw among the legal moves, and its
 log-probability (renormalised over them) is the one "token" of the ratio.
 
 Adapters (`adapters`): `shared`, one adapter per seed that speaks in every
@@ -39,7 +40,6 @@ whole truth and a resumed run repeats an uninterrupted one exactly.
 from __future__ import annotations
 
 import contextlib
-import inspect
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,14 +48,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.algos.base import Capabilities, HostTrainer, TrainerConfig
-from coplay.algos.common.group_advantages import ESTIMATORS, Episodes, estimator, view_keys
-from coplay.algos.common.token_loss import TOKEN_NORMS
-from coplay.core.config import param
+from coplay.algos.base import Capabilities, HostTrainer
+from coplay.algos.common.group_advantages import Episodes, estimator, view_keys
+from coplay.algos.common.group_rl import GroupRLConfig, check_group_rl
+from coplay.core.config import param, param_default
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy
-from coplay.core.types import EnvSpec
 from coplay.envs.text.base import TextEnv
 from coplay.envs.text.scoring import score_lm_player
 from coplay.envs.text.tree_games import TextTreeGame
@@ -63,79 +62,39 @@ from coplay.envs.text.vocab import VOCAB
 from coplay.lm.acting import lm_policy
 from coplay.lm.models import LoadedModel, load_model, require_llm
 from coplay.lm.policy import DECODINGS, LMPlayer, Reply
+from coplay.lm.token_loss import clipped_token_loss, token_mean
 
 ADAPTERS = ("shared", "per_role")
 CAPABILITIES = Capabilities(discrete_actions=False, utterances=True, turn_based=True)
 
 
 @dataclass(frozen=True)
-class Config(TrainerConfig):
+class Config(GroupRLConfig):
+    num_envs: int = param_default(GroupRLConfig, "num_envs", 16)
+    group_size: int = param_default(GroupRLConfig, "group_size", 4)
+    lr: float = param_default(GroupRLConfig, "lr", 1e-4)
+    epochs: int = param_default(GroupRLConfig, "epochs", 1)
     model: str = param("smollm2", "the language model: smollm2 (SmolLM2-135M-Instruct, after `coplay lm "
                                   "fetch-smollm2`), tiny (a 2-layer Llama with random weights), a directory saved "
                                   "by transformers, a .gguf file, or a model id of a hub you can reach")
     model_seed: int = param(0, "algo.model=tiny: the seed of its random weights", min=0)
-    num_envs: int = param(16, "episodes per update: num_envs / group_size groups of group_size episodes", min=1)
-    group_size: int = param(4, "episodes per group: a group's episodes start from the same state (the same deal) "
-                               "with different sampling keys", min=1)
-    estimator: str = param("grpo", "the advantage estimator (coplay.algos.common.group_advantages)",
-                           choices=tuple(ESTIMATORS))
     adapters: str = param("shared", "shared: one LoRA adapter plays every role; per_role: one adapter per role on "
                                     "the one frozen base model", choices=ADAPTERS)
     lora_rank: int = param(8, "LoRA rank", min=1)
     lora_alpha: int = param(16, "LoRA scale numerator (the update is scaled by alpha / rank)", min=1)
-    lr: float = param(1e-4, "Adam learning rate of the adapters", min=0.0, min_exclusive=True)
-    epochs: int = param(1, "passes over each batch", min=1)
-    minibatches: int = param(1, "minibatches per epoch", min=1)
-    clip_eps: float = param(0.2, "PPO ratio clip, per generated token", min=0.0, min_exclusive=True)
-    max_grad_norm: float = param(1.0, "gradient-norm clip, per adapter", min=0.0, min_exclusive=True)
-    token_norm: str = param("sequence", "how token terms are averaged: sequence (per reply, then over replies: "
-                                        "GRPO), token (over all tokens: DAPO), constant (token sum / "
-                                        "max_new_tokens: Dr. GRPO)", choices=TOKEN_NORMS)
-    kl_coef: float = param(0.0, "weight of the per-token KL to the base model (k3 estimator; the base model is "
-                                "the adapters switched off); 0: none", min=0.0)
-    reference_every: int = param(0, "updates between refreshes of the KL's reference to the adapters as they are "
-                                    "then (regularised Nash dynamics, as algo=grpo); 0: the base model throughout",
-                                 min=0)
-    anneal_lr: bool = param(False, "decay the learning rate linearly to 0 over the run")
-    temperature: float = param(1.0, "sampling temperature, in training and evaluation", min=0.0,
-                               min_exclusive=True)
     max_new_tokens: int = param(8, "the most tokens of one reply", min=1)
-    decoding: str = param("free", "free: any reply, parsed by the environment (the format is learned); legal: "
-                                  "one of the legal moves, drawn by the model's probability of its reply",
+    decoding: str = param("free", "free: any reply, parsed by the environment (the format is learned); "
+                                  "choose_legal: one of the legal moves, chosen by the model's probability of each "
+                                  "move's whole reply (algo=grpo's legal writes legal moves token by token)",
                           choices=DECODINGS)
-    gamma: float = param(1.0, "discount of the turn-level estimators (mars, at_grpo, gigpo)", min=0.0, max=1.0)
-    rae_alpha: float = param(0.95, "rae: decay of the baseline's moving average per role", min=0.0, max=1.0)
-    gigpo_omega: float = param(1.0, "gigpo: weight of the step-level (anchor-state) advantage", min=0.0)
     batch_size: int = param(32, "sequences per forward pass", min=1, affects_results=False)
-
-    def update_steps(self, spec: EnvSpec) -> int:
-        """Steps reserved per update: the environment's max_steps for each of the
-        num_envs episodes (as for algo=grpo)."""
-        return self.num_envs * spec.max_steps
-
-    @property
-    def steps_per_update(self) -> int:
-        raise NotImplementedError("lm_grpo's steps per update depend on the environment: update_steps(spec)")
 
 
 def check(config: Config, env: Any) -> None:
     """Refuse what cannot train, before any model is loaded (the capabilities are
     checked by `HostTrainer`)."""
     spec = env.spec
-    if not isinstance(env, TextEnv):
-        raise ConfigError(f"lm_grpo plays text environments (coplay.envs.text.TextEnv), and {spec.name!r} is a "
-                          f"{type(env).__name__}")
-    if config.num_envs % config.group_size:
-        raise ConfigError(f"algo.group_size={config.group_size} must divide algo.num_envs={config.num_envs} (the "
-                          f"episodes of one update), e.g. algo.num_envs="
-                          f"{config.group_size * max(1, config.num_envs // config.group_size)}")
-    if estimator(config.estimator).needs_state and not env.views_are_states:
-        raise ConfigError(f"algo.estimator={config.estimator} groups turns by the state they were taken in, and "
-                          f"{spec.name!r} gives no state keys; estimators that need none: "
-                          f"{', '.join(k for k, e in ESTIMATORS.items() if not e.needs_state)}")
-    if spec.reward_dim > 1:
-        raise ConfigError(f"{spec.name!r} has {spec.reward_dim} objectives; lm_grpo learns from one reward "
-                          f"(scalarise it first: scalarise=linear preference=...)")
+    check_group_rl(config, env, "lm_grpo")
     if config.adapters == "per_role" and spec.num_agents < 2:
         raise ConfigError(f"algo.adapters=per_role gives each role an adapter, and {spec.name!r} has one role; "
                           f"use algo.adapters=shared")
@@ -147,10 +106,10 @@ class Turns:
 
     prompts: list[list[int]]
     replies: list[list[int]]
-    old: list[np.ndarray]            # sampling-time log-probabilities per reply token (legal: [1])
+    old: list[np.ndarray]            # sampling-time log-probabilities per reply token (choose_legal: [1])
     ref: list[np.ndarray] | None     # the base model's, where kl_coef > 0
     legal: list[list[int]]           # the moves legal at the turn
-    moves: list[int]                 # decoding=legal: the move drawn
+    moves: list[int]                 # decoding=choose_legal: the move drawn
     agent: list[int]                 # who spoke
     episode: list[int]
     step: list[int]
@@ -189,9 +148,6 @@ class LMGRPO(HostTrainer[Config]):
             loaded = load_model(config.model, seed=config.model_seed)
         run_seed = seed
         assert isinstance(env, TextEnv)
-        if config.reference_every and not config.kl_coef:
-            raise ConfigError(f"algo.reference_every={config.reference_every} refreshes the reference of the KL "
-                              f"term, and algo.kl_coef=0 has none; set algo.kl_coef > 0 or algo.reference_every=0")
         if config.anneal_lr and num_updates < 1:
             raise ConfigError("algo.anneal_lr=true needs the run's number of updates")
         self.torch, self.env = torch, env
@@ -222,9 +178,7 @@ class LMGRPO(HostTrainer[Config]):
             if config.reference_every else {}
         self.baselines = np.zeros((seeds, 1, spec.num_agents), np.float32)   # rae: per seed, [games, roles]
         self.estimate = estimator(config.estimator)
-        options = {"gamma": config.gamma, "omega": config.gigpo_omega, "alpha": config.rae_alpha}
-        accepted = inspect.signature(self.estimate.fn).parameters
-        self.estimator_options = {k: v for k, v in options.items() if k in accepted}
+        self.estimator_options = config.estimator_options()
         self._reset = jax.jit(jax.vmap(env.reset))
         self._step = jax.jit(jax.vmap(env.step))
         self._mask = jax.jit(jax.vmap(env.move_mask))
@@ -262,11 +216,11 @@ class LMGRPO(HostTrainer[Config]):
     # ----- playing ----------------------------------------------------------------------------
     def _log_probs(self, turns: Turns, idx: Sequence[int], grad: bool) -> list[Any]:
         """Log-probabilities of the replies `idx` under the active adapter (per token; with
-        decoding=legal, [1]: the move's, renormalised over the legal moves)."""
+        decoding=choose_legal, [1]: the move's, renormalised over the legal moves)."""
         torch = self.torch
         prompts = [turns.prompts[i] for i in idx]
         with torch.set_grad_enabled(grad):
-            if self.config.decoding == "legal":
+            if self.config.decoding == "choose_legal":
                 scored = self.player.move_log_probs(prompts, [turns.legal[i] for i in idx], grad=True)
                 return [torch.log_softmax(row, 0)[turns.legal[i].index(turns.moves[i])][None]
                         for i, row in zip(idx, scored)]
@@ -400,34 +354,41 @@ class LMGRPO(HostTrainer[Config]):
                 **{k: float(np.mean(v)) if v else 0.0 for k, v in stats.items()}}
 
     def _step_on(self, idx: list[int], turns: Turns, adv: np.ndarray, stats: dict[str, list[float]]) -> None:
+        """One step of every adapter on the replies `idx`: the clipped token loss of the
+        minibatch (`coplay.lm.token_loss`, the PyTorch twin of the compiled GRPO's). Each
+        adapter scores its replies with a graph; its gradient is that of the minibatch's
+        loss with the other adapters' replies held fixed, taken while it is active."""
         torch, c = self.torch, self.config
         if not idx:
             return
-        tokens = sum(len(turns.old[i]) for i in idx)
-        for agent, part in self._by_adapter([turns.agent[i] for i in idx]):
-            chosen = [idx[i] for i in part]
+        new: list[Any] = [None] * len(idx)
+        groups = self._by_adapter([turns.agent[i] for i in idx])
+        for agent, part in groups:
             with self.speaking_as(agent):
-                new = self._log_probs(turns, chosen, grad=True)
-                total = torch.zeros(())
-                for i, logp in zip(chosen, new):
-                    old = torch.as_tensor(turns.old[i], dtype=logp.dtype)
-                    ratio = torch.exp(logp - old)
-                    a = float(adv[i])
-                    term = -torch.minimum(ratio * a, torch.clamp(ratio, 1 - c.clip_eps, 1 + c.clip_eps) * a)
-                    if turns.ref is not None:
-                        q = torch.as_tensor(turns.ref[i], dtype=logp.dtype) - logp
-                        kl = torch.exp(q) - q - 1
-                        term = term + c.kl_coef * kl
-                        stats["kl"].append(float(kl.detach().mean()))
-                    stats["clip_frac"].append(float(((ratio - 1).abs() > c.clip_eps).float().mean()))
-                    if c.token_norm == "sequence":
-                        total = total + term.mean() / len(idx)
-                    elif c.token_norm == "token":
-                        total = total + term.sum() / tokens
-                    else:
-                        total = total + term.sum() / (c.max_new_tokens * len(idx))
-                total.backward()
-                stats["loss"].append(float(total.detach()))
+                for j, logp in zip(part, self._log_probs(turns, [idx[j] for j in part], grad=True)):
+                    new[j] = logp
+        width = max(len(x) for x in new)
+
+        def padded(rows: Sequence[Any]) -> Any:
+            return torch.stack([torch.nn.functional.pad(torch.as_tensor(r, dtype=new[0].dtype), (0, width - len(r)))
+                                for r in rows])
+
+        tokens = padded([np.ones(len(x)) for x in new]) > 0
+        fixed = {"old_logp": padded([turns.old[i] for i in idx]), "adv": torch.as_tensor(adv[idx], dtype=new[0].dtype),
+                 "tokens": tokens, "weight": torch.ones(len(idx), dtype=new[0].dtype),
+                 "ref_logp": None if turns.ref is None else padded([turns.ref[i] for i in idx])}
+        for agent, part in groups:
+            mine = set(part)
+            logp = torch.stack([torch.nn.functional.pad(x if j in mine else x.detach(), (0, width - len(x)))
+                                for j, x in enumerate(new)])
+            loss, parts = clipped_token_loss(logp, **fixed, clip_eps=c.clip_eps, norm=c.token_norm,
+                                             max_tokens=c.max_new_tokens, kl_coef=c.kl_coef)
+            with self.speaking_as(agent):
+                loss.backward()
+        stats["loss"].append(float(loss.detach()))
+        stats["clip_frac"].append(float(token_mean(((parts["ratio"] - 1).abs() > c.clip_eps).to(logp.dtype), tokens)))
+        if parts["kl"] is not None:
+            stats["kl"].append(float(token_mean(parts["kl"].detach(), tokens)))
         for name in {self.adapter(self.seed, turns.agent[i]) for i in idx}:
             norm = torch.nn.utils.clip_grad_norm_(self.params[name], c.max_grad_norm)
             stats["grad_norm"].append(float(norm))

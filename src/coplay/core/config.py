@@ -33,6 +33,13 @@ def param(default: Any, help: str, *, min: float | None = None, max: float | Non
     )
 
 
+def param_default(base: type, name: str, default: Any) -> Any:
+    """Field `name` of the config dataclass `base` (its help, range and choices) with
+    another default, for a config that shares a family's fields and differs in a default."""
+    f = {g.name: g for g in dataclasses.fields(base)}[name]
+    return dataclasses.field(default=default, metadata=f.metadata)
+
+
 def free_fields(cls_or_cfg: Any) -> list[str]:
     """The names of the fields that do not change what a run computes (see `param`)."""
     return [f.name for f in dataclasses.fields(cls_or_cfg) if not f.metadata.get("affects_results", True)]

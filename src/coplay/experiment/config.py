@@ -103,6 +103,29 @@ LEGACY_ALGO_FIELDS: dict[tuple[str, str], dict[Any, str | None]] = {
 }
 
 
+# Algorithm values that older coplay versions wrote to config.yaml under a name that now
+# means something else or nothing: (algo, field) -> {old value: today's}. Only a stored
+# config (a run's config.yaml, a checkpoint's) is read through it; a command line is not.
+RENAMED_ALGO_VALUES: dict[tuple[str, str], dict[Any, Any]] = {
+    ("lm_grpo", "decoding"): {"legal": "choose_legal"},
+}
+
+
+def upgrade_stored(d: Mapping[str, Any]) -> dict:
+    """A stored config dict with the values older coplay versions wrote under other names
+    renamed (`RENAMED_ALGO_VALUES`)."""
+    d = dict(d)
+    algo = d.get("algo")
+    if isinstance(algo, Mapping):
+        algo = dict(algo)
+        for (name, key), renamed in RENAMED_ALGO_VALUES.items():
+            value = algo.get(key)
+            if algo.get("name") == name and isinstance(value, str) and value in renamed:
+                algo[key] = renamed[value]
+        d["algo"] = algo
+    return d
+
+
 def _drop_legacy_fields(algo: str, values: dict) -> dict:
     """`values` without the fields an older coplay wrote that mean nothing now
     (their only value is today's behaviour); a value that meant something else
@@ -203,7 +226,7 @@ class ConfigFile:
             raise ConfigError(f"{path} holds a {type(data).__name__}, not a mapping of config fields "
                               f"(algo, env and run fields)")
         try:
-            return cls.from_dict(data)
+            return cls.from_dict(upgrade_stored(data))
         except ConfigError as e:
             raise type(e)(f"{path}: {e}") from None
 

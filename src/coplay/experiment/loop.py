@@ -35,7 +35,7 @@ from coplay.core.errors import CheckpointConfigError, CheckpointError, ConfigErr
 from coplay.core.policy import Policy
 from coplay.core.registry import ENVS
 from coplay.experiment import checkpoint
-from coplay.experiment.config import Experiment, result_dict, resume_differences
+from coplay.experiment.config import Experiment, result_dict, resume_differences, upgrade_stored
 from coplay.experiment.health import HealthWatch
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
 from coplay.experiment.rundir import interrupt_guard, resume_command
@@ -170,7 +170,7 @@ def check_checkpoint_config(meta: dict, exp: Experiment, path: Path) -> None:
     today's config classes, so a checkpoint whose config was written by an older
     coplay (fields since added, renamed or dropped) is compared by meaning."""
     try:
-        stored = Experiment.from_dict(json.loads(meta["config"]))
+        stored = Experiment.from_dict(upgrade_stored(json.loads(meta["config"])))
     except (KeyError, TypeError, ValueError) as e:
         raise CheckpointError(f"checkpoint {path} does not record a readable config ({e})") from e
     if result_dict(stored) != result_dict(exp):

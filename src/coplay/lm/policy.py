@@ -13,7 +13,7 @@ Decoding (`decoding`):
     free    sampling token by token at `temperature` from the whole vocabulary, up to
             `max_new_tokens` tokens or an end-of-turn token: the format is the model's to
             get right
-    legal   one of the moves legal now, drawn with probability proportional to the
+    choose_legal  one of the moves legal now, drawn with probability proportional to the
             model's probability of that move's canonical reply (the move's text and the
             end-of-turn token): a restriction of the model to legal replies
 
@@ -40,7 +40,7 @@ from coplay.envs.text.vocab import END, PAD, UNK, VOCAB
 from coplay.lm import prompts
 from coplay.lm.models import LoadedModel
 
-DECODINGS = ("free", "legal")
+DECODINGS = ("free", "choose_legal")
 _STRIP = "\"'`*[]()<>"
 
 
@@ -48,8 +48,8 @@ _STRIP = "\"'`*[]()<>"
 class Reply:
     tokens: list[int]        # the reply's token ids, its end-of-turn token included where it wrote one
     text: str                # decoded, special tokens dropped
-    log_probs: np.ndarray    # [len(tokens)] at sampling time; decoding=legal: [1], the move's renormalised one
-    move: int = -1           # decoding=legal: the index (in the environment's moves) of the move drawn
+    log_probs: np.ndarray    # [len(tokens)] at sampling time; decoding=choose_legal: [1], the move's renormalised one
+    move: int = -1           # decoding=choose_legal: the index (in the environment's moves) of the move drawn
 
 
 def reply_words(text: str) -> list[str]:
@@ -227,11 +227,11 @@ class LMPlayer:
     def sample(self, prompts_: Sequence[Sequence[int]], generator: Any,
                legal: Sequence[Sequence[int]] | None = None) -> list[Reply]:
         """One reply per prompt. `generator`: a torch.Generator (the run's random stream).
-        `legal` (decoding=legal): the moves each prompt may draw from."""
+        `legal` (decoding=choose_legal): the moves each prompt may draw from."""
         with self.torch.no_grad():
-            if self.decoding == "legal":
+            if self.decoding == "choose_legal":
                 if legal is None:
-                    raise ValueError("decoding=legal needs the legal moves of each prompt")
+                    raise ValueError("decoding=choose_legal needs the legal moves of each prompt")
                 return self._sample_moves(prompts_, legal, generator)
             return [r for start in range(0, len(prompts_), self.batch_size)
                     for r in self._generate(prompts_[start:start + self.batch_size], generator)]
@@ -278,7 +278,7 @@ class LMPlayer:
 
     def to_utterance(self, reply: Reply) -> np.ndarray:
         """The reply as the utterance `[T]` the environment parses."""
-        if self.decoding == "legal":
+        if self.decoding == "choose_legal":
             return VOCAB.encode(self.moves[reply.move], self.max_tokens,
                                 end=len(self.moves[reply.move].split()) < self.max_tokens)
         return utterance(reply.text, self.max_tokens)

@@ -387,13 +387,15 @@ def to_verl(ep: Episodes, advantages: jax.Array | None = None, *, gamma: float =
 
 @dataclass(frozen=True)
 class Estimator:
-    """An estimator and what it needs from a batch."""
+    """An estimator, what it needs from a batch, and the keyword options of `fn` that a
+    trainer's config sets (`options`, names of `fn`'s keywords: gamma, omega, alpha)."""
 
     name: str
     fn: Callable[..., Any]
     needs_state: bool = False      # GiGPO: the environment's state keys
     stateful: bool = False         # RAE: carries a baseline between batches
     summary: str = ""
+    options: tuple[str, ...] = ()
 
 
 ESTIMATORS: dict[str, Estimator] = {e.name: e for e in [
@@ -403,10 +405,13 @@ ESTIMATORS: dict[str, Estimator] = {e.name: e for e in [
     Estimator("reinforce_pp", reinforce_pp, summary="group-centred, then whitened over the batch"),
     Estimator("dr_mas", dr_mas, summary="z-score within the group, per role"),
     Estimator("gdpo", gdpo, summary="each reward z-scored in the group, summed, whitened over the batch"),
-    Estimator("rae", rae, stateful=True, summary="return minus an EMA baseline per game and role (SPIRAL)"),
-    Estimator("mars", mars, summary="turn returns-to-go z-scored per role (MARS)"),
-    Estimator("at_grpo", at_grpo, summary="turn returns z-scored within (group, role, turn index)"),
-    Estimator("gigpo", gigpo, needs_state=True, summary="episode advantage plus anchor-state step advantage"),
+    Estimator("rae", rae, stateful=True, summary="return minus an EMA baseline per game and role (SPIRAL)",
+              options=("alpha",)),
+    Estimator("mars", mars, summary="turn returns-to-go z-scored per role (MARS)", options=("gamma",)),
+    Estimator("at_grpo", at_grpo, summary="turn returns z-scored within (group, role, turn index)",
+              options=("gamma",)),
+    Estimator("gigpo", gigpo, needs_state=True, summary="episode advantage plus anchor-state step advantage",
+              options=("omega", "gamma")),
 ]}
 
 
