@@ -135,3 +135,11 @@ def test_bad_settings_are_refused_before_anything_compiles(overrides, words):
         plan(parse_overrides(["algo=pc_mappo", "env=treasure", *overrides]))
     for w in words:
         assert w in str(e.value)
+
+
+def test_a_config_written_when_pc_mappo_inherited_the_sweeps_fields_still_loads():
+    from coplay.experiment.config import Experiment
+
+    old = {"algo": {"name": "pc_mappo", "select": "even", "utility": "linear", "utopia": None, "weights": 4},
+           "env": {"name": "treasure"}}
+    assert Experiment.from_dict(old).algo_config.weights == 4

@@ -12,7 +12,7 @@ the host form):
     trainer.policy(), trainer.policy_params(state)
     trainer.evaluator(episodes)                   # evaluate(params, key) -> dict of [episodes']
     trainer.num_envs, trainer.steps_per_update, trainer.return_convention
-    trainer.preferences, trainer.front(results)   # several objectives: the weights, the front
+    trainer.fronts                                # several objectives: its `Fronts`, else None
 
 `update` collects experience and learns; it returns the new state and a dict
 of scalar metrics. The experiment layer `vmap`s it over seeds and
@@ -149,6 +149,27 @@ class Health:
     growth: float = 1e4
 
 
+# ----- several objectives --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fronts:
+    """What a trainer of several objectives tells the loop (`Trainer.fronts`): it trains P
+    policies per seed, one per preference, and the loop scores the front they make.
+
+    `preferences [P, K]`: the weights the policies start with. `read(results)`: from
+    evaluation results (name -> `[S, episodes]`), each seed's P mean vector returns
+    `[S, P, K]`. `move(state, front)`, where the trainer chooses its weights as it goes
+    (the weight sweep's optimistic linear support): every seed's state `[S, ...]` after
+    an evaluation whose fronts were `front`, on the host. `weights(state)`, likewise:
+    each seed's weights now, `[S, P, K]`."""
+
+    preferences: np.ndarray
+    read: Callable[[Mapping[str, np.ndarray]], np.ndarray]
+    move: Callable[[Any, np.ndarray], Any] | None = None
+    weights: Callable[[Any], np.ndarray] | None = None
+
+
 # ----- configs ---------------------------------------------------------------------------------------
 
 
@@ -252,24 +273,8 @@ class Trainer(Learner[C]):
         shapes = jax.eval_shape(lambda k: self.policy_params(self.init(k)), jax.random.PRNGKey(0))
         return jax.tree.map(lambda s: jax.numpy.zeros(s.shape, s.dtype), shapes)
 
-    # A trainer of several objectives trains P policies per seed, one per preference
-    # `preferences[p]` ([P, K]), and `front` reads their vector returns from an evaluation.
-    preferences: np.ndarray | None = None
-
-    def front(self, results: Mapping[str, np.ndarray]) -> np.ndarray | None:
-        """`[S, P, K]`: from evaluation results (name -> `[S, episodes]`), the mean vector
-        return of each seed's P policies; None for a trainer of one objective."""
-        return None
-
-    def after_evaluation(self, state: Any, front: np.ndarray) -> Any:
-        """Every seed's state (`[S, ...]`) after an evaluation whose fronts were `front`:
-        unchanged by default; a trainer that chooses its preferences as it goes (the
-        weight sweep's optimistic linear support) moves them here, on the host."""
-        return state
-
-    def weights_of(self, state: Any) -> np.ndarray | None:
-        """`[S, P, K]`: each seed's preferences now, where the trainer changes them."""
-        return None
+    # A trainer of several objectives says how its fronts are read (`Fronts`); None for one objective.
+    fronts: Fronts | None = None
 
     def evaluator(self, episodes: int) -> Evaluator:
         """`evaluate(params, key) -> dict of [episodes] arrays`: by default, `episodes`

@@ -36,7 +36,7 @@ import numpy as np
 from flax import struct
 
 from coplay.algos import mappo
-from coplay.algos.base import Capabilities, Health, Trainer
+from coplay.algos.base import Capabilities, Fronts, Health, Trainer
 from coplay.algos.common import ols
 from coplay.algos.common.evaluation import make_evaluator
 from coplay.algos.common.preferences import (
@@ -62,14 +62,23 @@ UTILITIES = ("linear", "chebyshev")
 
 
 @dataclass(frozen=True)
-class Config(mappo.Config):
+class LaneConfig(mappo.Config):
+    """What every MAPPO policy of a vector reward has: the weight sweep's (`Config`) and the
+    preference-conditioned one's (`coplay.algos.pc_mappo.Config`)."""
+
     # The front is one of undiscounted episode returns, and a short horizon's discount
     # would weigh time as one more objective: a longer horizon than MAPPO's default.
     gamma: float = param(0.99, "discount", min=0.0, max=1.0)
-    weights: int = param(16, "preference weights trained side by side, spread evenly over the simplex of the "
-                             "objectives (3 objectives: 3, 6, 10, 15, 21, ...)", min=2)
     critic: str = param("global", "each policy's critic: global (MAPPO, the global state) or local (IPPO, the "
                                    "agent's own observation)", choices=("global", "local"))
+    show_weight: int = param(0, "the weight (an index into the weights) whose policy `coplay eval` and `record` "
+                                "play", min=0, affects_results=False)
+
+
+@dataclass(frozen=True)
+class Config(LaneConfig):
+    weights: int = param(16, "preference weights trained side by side, spread evenly over the simplex of the "
+                             "objectives (3 objectives: 3, 6, 10, 15, 21, ...)", min=2)
     select: str = param("even", "how the weights are chosen: even (spread evenly, fixed), or ols (two objectives: "
                                 "after each evaluation, policies that add nothing to the front move to the corner "
                                 "weights where it can still improve most, by optimistic linear support)",
@@ -82,8 +91,6 @@ class Config(mappo.Config):
                                      "than every return; default: the environment's true front's best in each "
                                      "objective, plus 1% of its distance from the reference point",
                                rule=number_list)
-    show_weight: int = param(0, "the weight (an index into the weights) whose policy `coplay eval` and `record` "
-                                "play", min=0, affects_results=False)
 
 
 @struct.dataclass
@@ -101,10 +108,10 @@ class Lane(mappo.MAPPO):
     the preference-conditioned MAPPO (`coplay.algos.pc_mappo`)."""
 
     name = "mo_ppo"
-    config_class = Config
+    config_class = LaneConfig
     capabilities = Capabilities(continuous_actions=True, recurrent=True, vector_reward=True, needs_vector_reward=True)
 
-    def __init__(self, config: Config, env: Env, num_updates: int):
+    def __init__(self, config: LaneConfig, env: Env, num_updates: int):
         super().__init__(config, env, num_updates)
         self.local_critic = config.critic == "local"
         check_show_weight(config)
@@ -140,6 +147,8 @@ class MOPPO(Trainer[Config]):
         self.lane = Lane(config, Accrued(Objectives(env)) if self.chebyshev else Objectives(env), num_updates)
         self.env = self.lane.env
         self.preferences = spread_weights(env.spec.reward_dim, config.weights)     # [W, K] the starting weights
+        moving = config.select == "ols"
+        self.fronts = Fronts(self.preferences, self.front, self.after_evaluation if moving else None, self.weights_of)
 
     def utility(self, vector_return: jax.Array, weights: jax.Array) -> jax.Array:
         """`[..., K]` returns, `[..., K]` weights -> `[...]`: the utility each policy maximises."""
@@ -193,8 +202,6 @@ class MOPPO(Trainer[Config]):
         """With `algo.select=ols`, each seed's policies that add nothing to its front move to
         the corner weights where it can still improve most, each starting from the policy
         best there (`coplay.algos.common.ols.reselect`). The state is every seed's, `[S, ...]`."""
-        if self.config.select != "ols":
-            return state
         weights = np.asarray(state.weights, np.float64)                                  # [S, W, K]
         chosen = [ols.reselect(points, w) for points, w in zip(front, weights)]
         source = np.stack([src for _, src in chosen])                                     # [S, W]

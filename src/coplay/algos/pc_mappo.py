@@ -38,15 +38,12 @@ from coplay.algos.common.advantages import gae
 from coplay.algos.common.conditioned import CONDITIONED_RETURN, Conditioned, concentration_param, weights_param
 from coplay.algos.common.rollout import Transition
 from coplay.core.env import Env
-from coplay.core.errors import ConfigError
 from coplay.nets.agent import AgentNet
 from coplay.wrappers import Preference
 
-SWEEP_ONLY = ("select", "utility", "utopia")
-
 
 @dataclass(frozen=True)
-class Config(mo_ppo.Config):
+class Config(mo_ppo.LaneConfig):
     weights: int = weights_param()
     concentration: float = concentration_param()
 
@@ -61,12 +58,6 @@ class PCMAPPO(Conditioned, mo_ppo.Lane):
     config: Config
 
     def __init__(self, config: Config, env: Env, num_updates: int):
-        for name in SWEEP_ONLY:     # mo_ppo's fields that one conditioned policy has no use for
-            default = mo_ppo.Config.__dataclass_fields__[name].default
-            if getattr(config, name) != default:
-                raise ConfigError(f"algo.{name}={getattr(config, name)} is the weight sweep's (algo=mo_ppo); "
-                                  f"algo=pc_mappo trains one policy for every weight on the linear utility w . R: "
-                                  f"leave algo.{name} at {default}")
         super().__init__(config, self.conditioned_env(env, config), num_updates)
         c, k = config, env.spec.reward_dim
         self.critic = AgentNet(k, c.hidden_size, c.num_layers, c.activation, c.recurrent, head_scale=1.0)

@@ -90,10 +90,10 @@ def plan(exp: Experiment) -> Plan:
                               f"seeds and datasets (`coplay record`) take compiled trainers only")
         _, updates_per_chunk, num_chunks = chunk_schedule(exp, env.spec)
         trainer = entry.factory(exp.algo_config, env, num_updates=updates_per_chunk * num_chunks)
-        if trainer.preferences is None and run.reference_point is not None:
+        if trainer.fronts is None and run.reference_point is not None:
             raise ConfigError(f"reference_point={run.reference_point} is read only by the trainers of several "
                               "objectives, which score fronts (mo_ppo)")
-        reference = None if trainer.preferences is None else fronts.reference_point(
+        reference = None if trainer.fronts is None else fronts.reference_point(
             env, None if run.reference_point is None else parse_numbers(run.reference_point))   # refused now if none
     except BaseException:
         env.close()
@@ -216,12 +216,13 @@ class CompiledEngine(Engine):
     def evaluate(self, chunk: int, last: bool) -> Evaluation:
         p, trainer = self.plan, self.learner
         results = jax.device_get(self._evaluate(trainer.policy_params(self._state), eval_keys(self.exp, chunk)))
-        front = trainer.front(results)                     # several objectives: [S, P, K]
-        if front is not None:
-            assert p.reference is not None, "plan() sets it for a trainer with preferences"
+        several = trainer.fronts
+        if several is not None:
+            assert p.reference is not None, "plan() sets it for a trainer of several objectives"
+            front = several.read(results)                      # [S, P, K]
             results.update(fronts.quality(front, p.reference))
-            if not last:   # a trainer may move its preferences where its fronts can still improve
-                moved = trainer.after_evaluation(self._state, front)
+            if not last and several.move is not None:   # its weights move where its fronts can still improve
+                moved = several.move(self._state, front)
                 self._state = self._state if moved is self._state else place(p, moved)
         return {k: v for k, v in results.items() if k != "finished"}
 
@@ -231,16 +232,15 @@ class CompiledEngine(Engine):
     def finish(self, run_dir: Path, rows: list[dict], evals: list[tuple[int, Evaluation]]) -> dict:
         p, exp, trainer = self.plan, self.exp, self.learner
         extra: dict[str, Any] = {"devices": describe(exp.run.seeds, trainer.num_envs)}
-        if trainer.preferences is not None:
+        several = trainer.fronts
+        if several is not None:
             from coplay.experiment.report import plot_curve
 
-            points = trainer.front(evals[-1][1])
-            assert points is not None, "a trainer with preferences returns its front"
-            assert p.reference is not None, "plan() sets it for a trainer with preferences"
-            extra["front"] = fronts.summary(points, p.env, trainer.preferences, p.reference)
-            now = trainer.weights_of(self._state)
-            if now is not None:   # the weights each seed's policies ended with
-                extra["front"]["final_weights"] = np.asarray(now).tolist()
+            points = several.read(evals[-1][1])
+            assert p.reference is not None, "plan() sets it for a trainer of several objectives"
+            extra["front"] = fronts.summary(points, p.env, several.preferences, p.reference)
+            if several.weights is not None:   # the weights each seed's policies ended with
+                extra["front"]["final_weights"] = np.asarray(several.weights(self._state)).tolist()
             truth = extra["front"].get("true_front")
             fronts.plot_front(run_dir / "front.png", points, p.env.spec.objective_names,
                               None if truth is None else np.asarray(truth),
@@ -268,10 +268,11 @@ class CompiledEngine(Engine):
     def front(self, results: Evaluation) -> dict | None:
         """Each seed's front scored against the run's reference point, for a trainer of
         several objectives; None otherwise."""
-        points = self.learner.front(results)
-        if points is None:
+        several = self.learner.fronts
+        if several is None:
             return None
-        assert self.plan.reference is not None, "plan() sets it for a trainer with preferences"
+        points = several.read(results)
+        assert self.plan.reference is not None, "plan() sets it for a trainer of several objectives"
         return {"points": points, "reference": self.plan.reference,
                 "quality": fronts.quality(points, self.plan.reference)}
 

@@ -100,6 +100,10 @@ LEGACY_ALGO_FIELDS: dict[tuple[str, str], dict[Any, str | None]] = {
     ("ippo", "critic"): {"local": None, "global": "a run of IPPO with a global critic is MAPPO: use algo=mappo"},
     ("vdn", "reward"): {"team": None},
     ("qmix", "reward"): {"team": None},
+    # pc_mappo's config once inherited the weight sweep's; only their defaults meant anything.
+    ("pc_mappo", "select"): {"even": None},
+    ("pc_mappo", "utility"): {"linear": None},
+    ("pc_mappo", "utopia"): {None: None},
 }
 
 

@@ -1,7 +1,7 @@
 """A run with several objectives: each seed's front, how good it is, and front.png.
 
-A multi-objective trainer (`Trainer.preferences` set) trains several policies per
-seed; every evaluation gives each seed a set of vector returns (`Trainer.front`).
+A multi-objective trainer (`Trainer.fronts` set) trains several policies per
+seed; every evaluation gives each seed a set of vector returns (`Fronts.read`).
 Each seed's set is scored against the environment's reference point, which
 every multi-objective environment names in code (`env.reference_point`), or
 which the run gives (`reference_point=0:-10`, for an environment from elsewhere):

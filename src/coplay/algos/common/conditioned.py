@@ -4,9 +4,8 @@ network takes the preference weight as input, each episode draws its own
 weights spread evenly over the simplex, reporting each one's vector return so
 that the experiment layer scores the front as it scores the weight sweep's.
 
-A trainer mixes in `Conditioned` ahead of its family's trainer, builds its
-environment with `conditioned_env` before that trainer's `__init__`, and sets
-`preferences` after it."""
+A trainer mixes in `Conditioned` ahead of its family's trainer and builds its
+environment with `conditioned_env` before that trainer's `__init__`."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.algos.base import Capabilities, check_env_support
+from coplay.algos.base import Capabilities, Fronts, check_env_support
 from coplay.algos.common.evaluation import make_evaluator
 from coplay.algos.common.preferences import check_show_weight, per_weight_results, read_front, spread_weights
 from coplay.core.config import param
@@ -51,6 +50,7 @@ class Conditioned:
     config: Any                     # has `weights`, `show_weight` and `concentration`
     objectives: Env                 # the environment with its vector reward, before the preference is shown
     preferences: np.ndarray | None  # [W, K] the evaluation's weights (set by `conditioned_env`)
+    fronts: Fronts | None
     objective_names: tuple[str, ...]
     num_objectives: int
     wrap: Callable[[Env], Env]      # the family trainer's: the environment as it steps it
@@ -64,6 +64,7 @@ class Conditioned:
         self.objectives = Objectives(env)
         self.num_objectives = env.spec.reward_dim
         self.preferences = spread_weights(env.spec.reward_dim, config.weights)
+        self.fronts = Fronts(self.preferences, self.front)
         self.objective_names = env.spec.objective_names
         return Preference(self.objectives, concentration=config.concentration)
 
