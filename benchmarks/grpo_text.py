@@ -135,7 +135,7 @@ def throughput(env_name: str, batch: int = 256, repeats: int = 3) -> dict:
     views, _, _ = env.infoset_views()
     views = jnp.resize(views, (batch, views.shape[1]))
     agents = jnp.zeros((batch, 1), jnp.int32)
-    gen = jax.jit(lambda p, k: trainer._generate(p, views[:, None], agents, k))
+    gen = jax.jit(lambda p, k: trainer.speakers.generate(p, views[:, None], agents, k))
     out = gen(state.params, jax.random.PRNGKey(1))
     jax.block_until_ready(out)
     best = float("inf")

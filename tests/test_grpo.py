@@ -78,7 +78,8 @@ def test_a_scripted_bot_takes_the_other_seat_says_its_moves_and_is_never_trained
     trainer = GRPO(Config(opponent="minimax", num_envs=16, group_size=2, layers=1), game, num_updates=1)
     state = jit_once(trainer.init)(jax.random.PRNGKey(0))
     assert state.pool == {}                                             # no snapshots kept
-    buf, alive, seat, _, vs_bot = jit_once(trainer._play)(state, jax.random.PRNGKey(1))
+    buf, alive, seats = jit_once(trainer._play)(state, jax.random.PRNGKey(1))
+    seat, vs_bot = seats.seat, seats.vs_bot
     assert np.all(np.asarray(vs_bot))                                   # the bot in every game
     agent, learner = np.asarray(buf["agent"][..., 0]), np.asarray(buf["learner"][..., 0])
     seat = np.asarray(seat)
@@ -101,8 +102,8 @@ def test_a_share_of_the_groups_plays_a_scripted_bot_and_the_rest_self_play():
     trainer = GRPO(Config(bot_share=0.5, bot="minimax", decoding="legal", num_envs=32, group_size=2, layers=1,
                           width=16), game,
                    num_updates=1)
-    buf, alive, seat, _, vs_bot = jit_once(trainer._play)(jit_once(trainer.init)(jax.random.PRNGKey(0)),
-                                                          jax.random.PRNGKey(1))
+    buf, alive, seats = jit_once(trainer._play)(jit_once(trainer.init)(jax.random.PRNGKey(0)), jax.random.PRNGKey(1))
+    seat, vs_bot = seats.seat, seats.vs_bot
     seat, vs_bot = np.asarray(seat), np.asarray(vs_bot)
     assert 0 < vs_bot.sum() < 32 and np.all(vs_bot[::2] == vs_bot[1::2])    # drawn per group of 2
     assert np.all(seat[~vs_bot] == -1) and set(seat[vs_bot].tolist()) == {0, 1}
@@ -121,8 +122,8 @@ def test_exploratory_moves_are_random_legal_moves_and_are_never_trained():
     game = coplay.make("text:tic_tac_toe")
     trainer = GRPO(Config(explore=0.5, bot_share=0.5, num_envs=32, group_size=2, layers=1, width=16), game,
                    num_updates=1)
-    buf, alive, seat, _, vs_bot = jit_once(trainer._play)(jit_once(trainer.init)(jax.random.PRNGKey(0)),
-                                                          jax.random.PRNGKey(1))
+    buf, alive, seats = jit_once(trainer._play)(jit_once(trainer.init)(jax.random.PRNGKey(0)), jax.random.PRNGKey(1))
+    seat, vs_bot = seats.seat, seats.vs_bot
     vs_bot = np.asarray(vs_bot)
     learner, explored = np.asarray(buf["learner"][..., 0]), np.asarray(buf["explored"][..., 0])     # [H, E]
     agent, tokens = np.asarray(buf["agent"][..., 0]), np.asarray(buf["tokens"][:, :, 0])

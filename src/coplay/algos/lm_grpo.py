@@ -408,10 +408,7 @@ class LMGRPO(HostTrainer[Config]):
         out = {"return": np.where(spoke, played.reward.sum(1), 0.0).sum(1) / env.spec.num_agents,
                "invalid": played.invalid / turns}
         if isinstance(env, TextTreeGame):   # play() left seed `seed`'s adapters speaking
-            score = score_lm_player(env, self.player)
-            for k, v in (("exploitability", score.exploitability), ("nash_conv", score.nash_conv),
-                         ("invalid_mass", np.mean(np.asarray(score.invalid)))):
-                out[k] = np.full(episodes, float(v))
+            out.update({k: np.asarray(v) for k, v in score_lm_player(env, self.player).measures(episodes).items()})
         if seed == 0:
             roles = env.spec.roles
             self._samples = [

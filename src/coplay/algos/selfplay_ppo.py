@@ -55,11 +55,12 @@ from flax import struct
 from coplay.algos.base import Capabilities, Health, Trainer, per_env
 from coplay.algos.common import opponent_pool, ppo
 from coplay.algos.common.advantages import gae
+from coplay.algos.common.arena import PoolConfig, after_games, redraw_ended, seat_row
 from coplay.algos.common.matches import make_match, outcomes, random_policy, sample_from_mask
 from coplay.algos.common.opponent_pool import Pool
 from coplay.algos.common.rollout import reset_envs, rollout
 from coplay.core.compile import jit
-from coplay.core.config import param
+from coplay.core.config import param, param_default
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.policy import Evaluator, Policy
@@ -70,7 +71,7 @@ from coplay.wrappers import AutoReset, EpisodeStats
 
 
 @dataclass(frozen=True)
-class Config(ppo.PPOConfig):
+class Config(ppo.PPOConfig, PoolConfig):
     lr: float = param(1e-3, "Adam learning rate", min=0.0, min_exclusive=True)
     num_envs: int = param(64, "parallel games per seed", min=1)
     rollout_len: int = param(16, "steps per game between updates", min=1)
@@ -83,11 +84,8 @@ class Config(ppo.PPOConfig):
     greedy_eval: bool = param(True, "evaluate with the most likely action (else sample the policy)")
     opponent: str = param("pfsp", "how each game's opponent is drawn from the pool",
                           choices=("latest", "uniform", "pfsp"))
-    pool_size: int = param(16, "snapshots kept in the opponent pool (the oldest leaves first)", min=1)
-    snapshot_every: int = param(20, "updates between snapshots of the learner joining the pool", min=1)
-    pfsp_power: float = param(2.0, "PFSP weight (1 - score rate) ** power; larger favours harder opponents",
-                              min=0.0)
-    pfsp_decay: float = param(0.99, "per-update decay of the results PFSP weighs by", min=0.0, max=1.0)
+    pool_size: int = param_default(PoolConfig, "pool_size", 16)
+    snapshot_every: int = param_default(PoolConfig, "snapshot_every", 20)
     random_opening: int = param(3, "each training game opens with k uniformly random moves, k drawn from "
                                    "0..random_opening per game (wider coverage of positions)", min=0)
 
@@ -111,12 +109,6 @@ def features(obs: jax.Array) -> jax.Array:
     b, n = obs.shape[:2]
     flat = obs.reshape(b, n, -1).astype(jnp.float32)
     return jnp.concatenate([flat, jnp.broadcast_to(jnp.eye(n, dtype=jnp.float32), (b, n, n))], axis=-1)
-
-
-def _row(x: jax.Array, seat: jax.Array) -> jax.Array:
-    """x [..., N, ...] at axis len(seat.shape) -> the `seat` [...] row."""
-    idx = seat.reshape(*seat.shape, 1, *([1] * (x.ndim - seat.ndim - 1)))
-    return jnp.take_along_axis(x, idx, axis=seat.ndim).squeeze(seat.ndim)
 
 
 class SelfPlayPPO(Trainer[Config]):
@@ -194,9 +186,8 @@ class SelfPlayPPO(Trainer[Config]):
         e, n = ts.active.shape
         k_seat, k_opp, k_me, k_them, k_open, k_rand = jax.random.split(key, 6)
         # A game that just ended starts again with a new seat, opponent and opening.
-        seat = jnp.where(ts.done, jax.random.randint(k_seat, (e,), 0, n, jnp.int32), seat)
-        drawn = opponent_pool.sample(pool, k_opp, e, self.sampling, self.config.pfsp_power)
-        opponent = jnp.where(ts.done, drawn, opponent)
+        seat, opponent = redraw_ended(k_seat, k_opp, ts.done, seat, opponent, pool, n, self.sampling,
+                                      self.config.pfsp_power)
         opening = jnp.where(ts.done, self._draw_opening(k_open, e), opening)
 
         x = features(ts.obs)
@@ -207,8 +198,8 @@ class SelfPlayPPO(Trainer[Config]):
         in_opening = opening > 0
         action = jnp.where(in_opening[:, None], sample_from_mask(k_rand, ts.action_mask), action)
         value = self._apply(self.critic, params["critic"], self._critic_in(x, ts.active))
-        extras = {"logp": _row(self.dist.log_prob(mine, action), seat), "value": _row(value, seat),
-                  "seat": seat, "opponent": opponent, "learner_moved": _row(ts.active, seat) & ~in_opening}
+        extras = {"logp": seat_row(self.dist.log_prob(mine, action), seat), "value": seat_row(value, seat),
+                  "seat": seat, "opponent": opponent, "learner_moved": seat_row(ts.active, seat) & ~in_opening}
         return (seat, opponent, opening - 1), action, extras
 
     def health(self) -> Health:
@@ -268,16 +259,16 @@ class SelfPlayPPO(Trainer[Config]):
 
         # The learner's seat only: [T, E, ...].
         mine = traj.extras["seat"]
-        x = _row(jax.vmap(features)(traj.ts.obs), mine)
-        active = _row(traj.ts.active, mine)
+        x = seat_row(jax.vmap(features)(traj.ts.obs), mine)
+        active = seat_row(traj.ts.active, mine)
         moved = traj.extras["learner_moved"]   # the learner's own moves: random opening moves excluded
-        last_x = _row(features(ts.obs), seat)
+        last_x = seat_row(features(ts.obs), seat)
         last_value = self._apply(self.critic, state.params["critic"],
-                                 self._critic_in(last_x, _row(ts.active, seat))[:, None])[:, 0]
-        reward = _row(traj.reward, mine)
+                                 self._critic_in(last_x, seat_row(ts.active, seat))[:, None])[:, 0]
+        reward = seat_row(traj.reward, mine)
         adv, target = gae(reward, traj.extras["value"], traj.done, last_value, c.gamma, c.gae_lambda)
         batch = {"x": x, "critic_in": self._critic_in(x, active), "moved": moved,
-                 "action_mask": _row(traj.ts.action_mask, mine), "action": _row(traj.action, mine),
+                 "action_mask": seat_row(traj.ts.action_mask, mine), "action": seat_row(traj.action, mine),
                  "logp": traj.extras["logp"], "value": traj.extras["value"], "adv": adv, "target": target}
         batch = jax.tree.map(lambda v: v.reshape(-1, *v.shape[2:]), batch)
 
@@ -287,10 +278,9 @@ class SelfPlayPPO(Trainer[Config]):
         # Results against each opponent feed PFSP; then, on schedule, the learner joins the pool.
         ended = traj.info["episode/done"]
         result = outcomes(traj.info["episode/return"], mine)
-        pool = opponent_pool.record(state.pool, traj.extras["opponent"], result["points"], ended, c.pfsp_decay)
         updates = state.updates + 1
-        if self.fixed_pool is None:
-            pool = opponent_pool.add(pool, params["actor"], updates, updates % c.snapshot_every == 0)
+        pool = after_games(state.pool, traj.extras["opponent"], result["points"], ended, c.pfsp_decay, params["actor"],
+                           updates, c.snapshot_every, snapshots=self.fixed_pool is None)
 
         metrics.update(self._metrics(traj, result, ended, state.pool))
         new_state = TrainState(params=params, opt_state=opt_state, env_state=env_state, ts=ts, pool=pool,

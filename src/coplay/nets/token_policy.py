@@ -184,3 +184,45 @@ class TokenPolicy:
         start = (jnp.full(t_max, PAD, jnp.int32), jnp.bool_(False))
         (tokens, _), logp = jax.lax.scan(one, start, jnp.arange(t_max))
         return Utterance(tokens, logp.sum(), spoken(tokens).sum().astype(jnp.int32), logp)
+
+
+def scripted(tokens: jax.Array) -> Utterance:
+    """Utterances [..., T] that no policy wrote (a bot's, a random move's): log-probabilities 0."""
+    return Utterance(tokens=tokens, log_prob=jnp.zeros(tokens.shape[:-1], jnp.float32),
+                     length=jnp.sum(spoken(tokens), axis=-1).astype(jnp.int32),
+                     token_log_prob=jnp.zeros(tokens.shape, jnp.float32))
+
+
+class Speakers:
+    """A `TokenPolicy` speaking for every agent of a game: one model for every agent
+    (`shared`), or one per agent index (each parameter leaf `[N, ...]`); every call
+    reads each speaker's model by its agent index."""
+
+    def __init__(self, model: TokenPolicy, num_agents: int, shared: bool, temperature: float):
+        self.model, self.num_agents, self.shared, self.temperature = model, num_agents, shared, temperature
+
+    def init(self, key: jax.Array) -> Any:
+        if self.shared:
+            return self.model.init(key)
+        return jax.vmap(self.model.init)(jax.random.split(key, self.num_agents))
+
+    def params_of(self, params: Any, agent: jax.Array) -> Any:
+        """The model agent `agent` speaks with."""
+        return params if self.shared else jax.tree.map(lambda p: p[agent], params)
+
+    def generate(self, params: Any, views: jax.Array, agents: jax.Array, key: jax.Array,
+                 legal: jax.Array | None = None) -> Utterance:
+        """views [B, K, L], agents [B, K], legal moves [B, K, A] (or None) -> utterances [B, K, ...]."""
+        b, k = agents.shape
+        keys = jax.random.split(key, b * k).reshape(b, k, -1)
+
+        def one(v, a, kk, ok):   # (vmap passes legal=None through as None)
+            return self.model.generate(self.params_of(params, a), v, a, kk, self.temperature, ok)
+
+        return jax.vmap(jax.vmap(one))(views, agents, keys, legal)
+
+    def token_log_probs(self, params: Any, views: jax.Array, agents: jax.Array, tokens: jax.Array,
+                        legal: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+        """[B] utterances (legal moves [B, A], or None) -> (log-probabilities [B, T], entropies [B, T])."""
+        return jax.vmap(lambda v, a, u, ok: self.model.token_log_probs(
+            self.params_of(params, a), v, a, u, self.temperature, ok))(views, agents, tokens, legal)

@@ -2,7 +2,14 @@
 (`algo=grpo`) and the language model's on the host (`algo=lm_grpo`). One
 configuration of the group-RL family (episodes in groups, the estimator and its
 options, the clipped token loss, the KL and its reference, the optimiser) and the
-checks that refuse what cannot train, written once."""
+checks that refuse what cannot train, written once.
+
+The reference of the KL term is the initial policy, or with `reference_every=K`
+the policy as it was at the last multiple of K updates: each stretch of K updates
+then solves a game regularised towards the previous stretch's result, whose fixed
+point is an equilibrium of the game itself (the regularised Nash dynamics of
+DeepNash, Perolat et al., 2022, with the regulariser in the loss instead of the
+reward)."""
 
 from __future__ import annotations
 

@@ -30,6 +30,13 @@ class TextPolicyScore(NamedTuple):
     strategy: jax.Array         # [I, A] the policy's move probabilities, renormalised over legal moves
     invalid: jax.Array          # [I] probability of an utterance that names no legal move
 
+    def measures(self, episodes: int) -> dict[str, jax.Array]:
+        """The score as an evaluation's entries (`exploitability`, `nash_conv`, `invalid_mass`:
+        the mean invalid probability over information sets), each repeated for `episodes`."""
+        full = lambda v: jnp.full((episodes,), v, jnp.float32)  # noqa: E731
+        return {"exploitability": full(self.exploitability), "nash_conv": full(self.nash_conv),
+                "invalid_mass": full(jnp.mean(self.invalid))}
+
 
 def move_probabilities(env: TextTreeGame, policy: Any, params: Any, temperature: float = 1.0,
                        per_role: bool = False, legal_only: bool = False) -> tuple[jax.Array, jax.Array]:
