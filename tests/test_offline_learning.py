@@ -193,7 +193,7 @@ def test_a_q_learner_scales_the_datasets_rewards_by_reward_scale_or_by_its_retur
     for fields, factor in (({}, 1.0), ({"reward_scale": 3.0}, 3.0),
                            ({"reward_scale": 3.0, "reward_norm": "returns"}, 3.0 / (returns.max() - returns.min()))):
         trainer = iql_cql.IQLCQL(iql_cql.Config(dataset=path, **fields), env, num_updates=1)
-        np.testing.assert_allclose(np.asarray(trainer.windows.arrays["reward"]), recorded * factor, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(trainer.source.windows.arrays["reward"]), recorded * factor, rtol=1e-6)
     assert returns.max() - returns.min() > 10       # climbing's payoffs: the range really divides
     # a dataset whose episodes all return the same has no range to divide by
     data = load(path)

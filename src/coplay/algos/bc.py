@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.offline import Offline, OfflineNetConfig, PolicyActing
-from coplay.algos.common.q_trainer import AgentLearner
+from coplay.algos.common.offline import OfflineNetConfig
+from coplay.algos.common.q_trainer import QLoop
 from coplay.nets import distributions
 
 
@@ -32,14 +32,15 @@ class Config(OfflineNetConfig):
     pass
 
 
-class BC(Offline, PolicyActing, AgentLearner[Config]):
+class BC(QLoop):
     name = "bc"
     config_class = Config
+    config: Config
     loss_name = "loss/bc"
 
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
         t = self.train_len
-        logits = self._unroll(params["agent"], w)[:t]                                   # [T, B, N, A]
+        logits = self.unroll(params["agent"], w)[:t]                                   # [T, B, N, A]
         w = {k: v[self.burn_in:self.burn_in + t] for k, v in w.items()}
         log_p = jax.nn.log_softmax(distributions.masked_logits(logits, w["action_mask"]), axis=-1)
         nll = -ql.chosen(log_p, w["action"])

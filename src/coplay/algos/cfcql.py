@@ -30,9 +30,9 @@ import jax.numpy as jnp
 from coplay.algos.base import Capabilities
 from coplay.algos.common import conservative
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.offline import OfflineTeamConfig, OfflineTeamLearner, alpha_param
+from coplay.algos.common.offline import OfflineTeamConfig, alpha_param
+from coplay.algos.common.q_trainer import QLoop
 from coplay.core.config import param
-from coplay.core.types import TimeStep
 from coplay.nets import distributions
 
 
@@ -44,16 +44,19 @@ class Config(OfflineTeamConfig):
                                min=0.0)
 
 
-class CFCQL(OfflineTeamLearner[Config]):
+class CFCQL(QLoop):
     name = "cfcql"
     config_class = Config
     capabilities = Capabilities(recurrent=True, needs_global_state=True)
+    config: Config
+    loss_name = "loss"         # the TD loss and the penalty together (each also logged alone)
 
-    def init_params(self, k_net: jax.Array, k_mix: jax.Array, ts: TimeStep) -> dict:
-        params = super().init_params(k_net, k_mix, ts)
-        if self.config.lambda_temp > 0:     # the behaviour model: the agents' network, cloned from the data
-            params["behaviour"] = super().init_params(jax.random.fold_in(k_net, 1), k_mix, ts)["agent"]
-        return params
+    def mixer_kind(self) -> str | None:
+        return self.config.mixer
+
+    def extra_networks(self) -> tuple[str, ...]:
+        """With `lambda_temp > 0`, a behaviour model: the agents' network, cloned from the data."""
+        return ("behaviour",) if self.config.lambda_temp > 0 else ()
 
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
         c = self.config
@@ -65,7 +68,7 @@ class CFCQL(OfflineTeamLearner[Config]):
         stats: dict[str, Any] = {}
         behaviour_logits, bc = None, jnp.zeros(())
         if "behaviour" in params:
-            behaviour_logits = self._unroll(params["behaviour"], window)[:t]
+            behaviour_logits = self.unroll(params["behaviour"], window)[:t]
             log_beta = jax.nn.log_softmax(distributions.masked_logits(behaviour_logits, mask), axis=-1)
             bc = ql.masked_mean(-ql.chosen(log_beta, action), active)
             behaviour_logits = jax.lax.stop_gradient(behaviour_logits)

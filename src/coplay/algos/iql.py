@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.q_trainer import QLearner
+from coplay.algos.common.q_trainer import QLoop
 
 
 @dataclass(frozen=True)
@@ -31,9 +31,10 @@ class Config(ql.QConfig):
     reward: str = ql.reward_param()
 
 
-class IQL(QLearner[Config]):
+class IQL(QLoop):
     name = "iql"
     config_class = Config
+    config: Config
 
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
         c = self.config

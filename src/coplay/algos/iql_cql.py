@@ -22,7 +22,8 @@ import jax.numpy as jnp
 
 from coplay.algos.common import conservative
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.offline import OfflineQConfig, OfflineQLearner, alpha_param
+from coplay.algos.common.offline import OfflineQConfig, alpha_param
+from coplay.algos.common.q_trainer import QLoop
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,11 @@ class Config(OfflineQConfig):
     cql_alpha: float = alpha_param()
 
 
-class IQLCQL(OfflineQLearner[Config]):
+class IQLCQL(QLoop):
     name = "iql_cql"
     config_class = Config
+    config: Config
+    loss_name = "loss"         # the TD loss and the penalty together (each also logged alone)
 
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
         q, td, target, w = self.independent_parts(params, target_params, w)              # q: [T, B, N, A]

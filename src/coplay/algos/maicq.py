@@ -32,18 +32,17 @@ makes it the useful contrast to the CQL family beside it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from coplay.algos.base import Capabilities
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.offline import OfflineTeamConfig, OfflineTeamLearner
+from coplay.algos.common.offline import OfflineTeamConfig
+from coplay.algos.common.q_trainer import QLoop
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
-from coplay.core.types import TimeStep
 from coplay.nets import distributions
 
 
@@ -61,10 +60,12 @@ def batch_softmax_weights(x: jax.Array, temperature: float, axis: int = 1) -> ja
     return x.shape[axis] * jax.nn.softmax(x / temperature, axis=axis)
 
 
-class MAICQ(OfflineTeamLearner[Config]):
+class MAICQ(QLoop):
     name = "maicq"
     config_class = Config
+    config: Config
     capabilities = Capabilities(recurrent=True, needs_global_state=True)
+    loss_name = "loss"         # the TD loss and the actor's together (each also logged alone)
 
     def __init__(self, config: Config, env: Env, num_updates: int):
         if config.backup != "max":
@@ -72,30 +73,25 @@ class MAICQ(OfflineTeamLearner[Config]):
                               "so it reads no backup; leave algo.backup=max")
         super().__init__(config, env, num_updates)
 
-    def init_params(self, k_net: jax.Array, k_mix: jax.Array, ts: TimeStep) -> dict:
-        params = super().init_params(k_net, k_mix, ts)
-        params["policy"] = super().init_params(jax.random.fold_in(k_net, 1), k_mix, ts)["agent"]
-        return params
+    def mixer_kind(self) -> str | None:
+        return self.config.mixer
 
-    def initial_target(self, params: dict) -> dict:
-        return {"agent": params["agent"], "mixer": params["mixer"]}      # the critic's target; none for the policy
+    def extra_networks(self) -> tuple[str, ...]:
+        return ("policy",)      # pi, shaped like the agents' Q-network; the critic's target holds no copy of it
 
-    def next_target(self, params: dict, target_params: dict, count: jax.Array) -> dict:
-        return super().next_target(self.initial_target(params), target_params, count)
-
-    def policy_params(self, state: Any) -> Any:
-        return state.params["policy"]                                        # the agents act on pi, greedily
+    acting_network = "policy"   # the agents act on pi, greedily
 
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
         c = self.config
         t, n = self.train_len, c.n_step
-        q = self._unroll(params["agent"], w)                                   # [L - burn_in, B, N, A]
-        q_target = self._unroll(target_params["agent"], w)
-        logits = self._unroll(params["policy"], w)[:t]
+        q = self.unroll(params["agent"], w)                                   # [L - burn_in, B, N, A]
+        q_target = self.unroll(target_params["agent"], w)
+        logits = self.unroll(params["policy"], w)[:t]
         w = {k: v[self.burn_in:] for k, v in w.items()}
         action, mask, active = w["action"][:t], w["action_mask"][:t], w["active"][:t]
 
         # critic: SARSA on the data's next joint action, targets re-weighted over the batch
+        assert self.mixing is not None
         mix, target_mix = self.mixing.mix(params["mixer"]), self.mixing.mix(target_params["mixer"])
 
         def weighted_target_mix(q_next, state):

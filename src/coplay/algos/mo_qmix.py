@@ -34,11 +34,11 @@ import jax.numpy as jnp
 from coplay.algos import qmix
 from coplay.algos.base import Capabilities
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.conditioned import CONDITIONED_RETURN, Conditioned, concentration_param, weights_param
+from coplay.algos.common.conditioned import CONDITIONED_RETURN, Conditioning, concentration_param, weights_param
 from coplay.core.config import param
 from coplay.core.env import Env
+from coplay.core.policy import Evaluator, Policy
 from coplay.nets import init_stacked
-from coplay.nets.agent import AgentNet
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def _take(q: jax.Array, action: jax.Array) -> jax.Array:
     return jnp.take_along_axis(q, action[..., None, None].astype(jnp.int32), axis=-2)[..., 0, :]
 
 
-class MOQMIX(Conditioned, qmix.QMIX):
+class MOQMIX(qmix.QMIX):
     """QMIX over vector Q-values, one mixer per objective, conditioned on the preference; one seed."""
 
     name = "mo_qmix"
@@ -66,12 +66,25 @@ class MOQMIX(Conditioned, qmix.QMIX):
     config: Config
 
     def __init__(self, config: Config, env: Env, num_updates: int):
-        k = env.spec.reward_dim
-        super().__init__(config, self.conditioned_env(env, config), num_updates)
-        c = config
-        self.net = AgentNet(self.num_actions * k, c.hidden_size, c.num_layers, c.activation, c.recurrent,
-                            head_scale=1.0)
+        self.conditioning = Conditioning(self.name, self.capabilities, env, config)
+        self.num_objectives = self.conditioning.num_objectives
+        super().__init__(config, self.conditioning.env, num_updates)
+        self.fronts = self.conditioning.fronts
         self.weight_at = env.spec.obs_space.shape[0]     # the weight follows the environment's own observation
+
+    def net_outputs(self, num_actions: int) -> int:
+        return num_actions * self.num_objectives         # a vector Q-value per action
+
+    # ----- the conditioned network's utility, acting and evaluation ---------------------------
+    def update(self, state: Any) -> tuple[Any, dict[str, jax.Array]]:
+        state, metrics = super().update(state)
+        return state, self.conditioning.returns(metrics)
+
+    def policy(self) -> Policy:
+        return self.conditioning.policy(super().policy(), self.wrap)
+
+    def evaluator(self, episodes: int) -> Evaluator:
+        return self.conditioning.evaluator(super().policy(), self.wrap, episodes)
 
     # ----- vector Q-values, and the utility actions are chosen by ----------------------------
     def q_values(self, agent_params, carry, obs, reset):
@@ -97,8 +110,8 @@ class MOQMIX(Conditioned, qmix.QMIX):
         next_value [T, B, N, K]."""
         c = self.config
         t, n = self.train_len, c.n_step
-        q = self._unroll(params["agent"], w)                       # [L, B, N, A, K]
-        q_target = self._unroll(target_params["agent"], w)
+        q = self.unroll(params["agent"], w)                       # [L, B, N, A, K]
+        q_target = self.unroll(target_params["agent"], w)
         w = {k: v[self.burn_in:] for k, v in w.items()}
         weight = self.weight(w["obs"].reshape(*w["obs"].shape[:3], -1))[n:n + t]     # [T, B, N, K]
         utility = lambda x: jnp.einsum("tbnak,tbnk->tbna", x, weight)  # noqa: E731
@@ -109,8 +122,11 @@ class MOQMIX(Conditioned, qmix.QMIX):
         c = self.config
         q_taken, next_value, w = self.td_inputs(params, target_params, w)          # [T, B, N, K]
 
+        mixing = self.mixing
+        assert mixing is not None
+
         def objective(q_k, next_k, reward_k, mixer, target_mixer):
-            return ql.team_td_loss(q_k, next_k, {**w, "reward": reward_k}, self._mix(mixer), self._mix(target_mixer),
+            return ql.team_td_loss(q_k, next_k, {**w, "reward": reward_k}, mixing.mix(mixer), mixing.mix(target_mixer),
                                    c.gamma, c.n_step, c.loss)
 
         losses, targets = jax.vmap(objective, in_axes=(-1, -1, -1, 0, 0))(

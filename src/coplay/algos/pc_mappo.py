@@ -27,6 +27,7 @@ times as many environments.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -35,9 +36,10 @@ from coplay.algos import mo_ppo
 from coplay.algos.base import Capabilities
 from coplay.algos.common import ppo
 from coplay.algos.common.advantages import gae
-from coplay.algos.common.conditioned import CONDITIONED_RETURN, Conditioned, concentration_param, weights_param
+from coplay.algos.common.conditioned import CONDITIONED_RETURN, Conditioning, concentration_param, weights_param
 from coplay.algos.common.rollout import Transition
 from coplay.core.env import Env
+from coplay.core.policy import Evaluator, Policy
 from coplay.nets.agent import AgentNet
 from coplay.wrappers import Preference
 
@@ -48,7 +50,7 @@ class Config(mo_ppo.LaneConfig):
     concentration: float = concentration_param()
 
 
-class PCMAPPO(Conditioned, mo_ppo.Lane):
+class PCMAPPO(mo_ppo.Lane):
     """One preference-conditioned MAPPO policy with a vector critic, for one seed."""
 
     name = "pc_mappo"
@@ -58,9 +60,23 @@ class PCMAPPO(Conditioned, mo_ppo.Lane):
     config: Config
 
     def __init__(self, config: Config, env: Env, num_updates: int):
-        super().__init__(config, self.conditioned_env(env, config), num_updates)
+        self.conditioning = Conditioning(self.name, self.capabilities, env, config)
+        self.num_objectives = self.conditioning.num_objectives
+        super().__init__(config, self.conditioning.env, num_updates)
+        self.fronts = self.conditioning.fronts
         c, k = config, env.spec.reward_dim
         self.critic = AgentNet(k, c.hidden_size, c.num_layers, c.activation, c.recurrent, head_scale=1.0)
+
+    # ----- the conditioned policy's utility, acting and evaluation -------------------------------
+    def update(self, state: Any) -> tuple[Any, dict[str, jax.Array]]:
+        state, metrics = super().update(state)
+        return state, self.conditioning.returns(metrics)
+
+    def policy(self) -> Policy:
+        return self.conditioning.policy(super().policy(), self.wrap)
+
+    def evaluator(self, episodes: int) -> Evaluator:
+        return self.conditioning.evaluator(super().policy(), self.wrap, episodes)
 
     # ----- learning: a vector critic, and the utility of the vector advantage --------------------
     def advantages(self, traj: Transition, reward: jax.Array, last_value: jax.Array) -> tuple[jax.Array, jax.Array]:

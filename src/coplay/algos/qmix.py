@@ -19,17 +19,14 @@ Acting, replay, target networks and n-step windows are the Q family's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from coplay.algos.base import Capabilities
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.mixing import MixerConfig, Mixing
-from coplay.algos.common.q_trainer import QLearner
-from coplay.core.env import Env
-from coplay.core.types import TimeStep
+from coplay.algos.common.mixing import MixerConfig
+from coplay.algos.common.q_trainer import QLoop
 
 
 @dataclass(frozen=True)
@@ -37,27 +34,19 @@ class Config(MixerConfig, ql.QConfig):
     pass
 
 
-class QMIX(QLearner[Config]):
+class QMIX(QLoop):
     name = "qmix"
     config_class = Config
+    config: Config
     capabilities = Capabilities(recurrent=True, needs_global_state=True)
 
-    def __init__(self, config: Config, env: Env, num_updates: int):
-        super().__init__(config, env, num_updates)
-        self.mixing = Mixing("qmix", self.num_agents, config)
-
-    def init_mixer(self, key: jax.Array, global_state: jax.Array) -> Any:
-        return self.mixing.init(key, global_state)
-
-    def replay_item(self, ts: TimeStep, action, reward, done, carry) -> dict[str, jax.Array]:
-        return {**super().replay_item(ts, action, reward, done, carry), "global_state": ts.global_state}
-
-    def _mix(self, mixer_params: dict) -> ql.Mix:
-        return self.mixing.mix(mixer_params)
+    def mixer_kind(self) -> str | None:
+        return "qmix"
 
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
+        assert self.mixing is not None
         c = self.config
         q_taken, next_value, w = self.td_inputs(params, target_params, w)          # [T, B, N]
-        loss, target = ql.team_td_loss(q_taken, next_value, w, self._mix(params["mixer"]),
-                                       self._mix(target_params["mixer"]), c.gamma, c.n_step, c.loss)
+        loss, target = ql.team_td_loss(q_taken, next_value, w, self.mixing.mix(params["mixer"]),
+                                       self.mixing.mix(target_params["mixer"]), c.gamma, c.n_step, c.loss)
         return loss, {"q_taken": jnp.mean(q_taken), "q_target": jnp.mean(target)}

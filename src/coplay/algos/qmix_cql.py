@@ -25,7 +25,8 @@ import jax.numpy as jnp
 from coplay.algos.base import Capabilities
 from coplay.algos.common import conservative
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.offline import OfflineTeamConfig, OfflineTeamLearner, alpha_param
+from coplay.algos.common.offline import OfflineTeamConfig, alpha_param
+from coplay.algos.common.q_trainer import QLoop
 from coplay.core.config import param
 
 
@@ -36,10 +37,15 @@ class Config(OfflineTeamConfig):
                                   "at most this many)", min=1)
 
 
-class QMIXCQL(OfflineTeamLearner[Config]):
+class QMIXCQL(QLoop):
     name = "qmix_cql"
     config_class = Config
+    config: Config
     capabilities = Capabilities(recurrent=True, needs_global_state=True)
+    loss_name = "loss"         # the TD loss and the penalty together (each also logged alone)
+
+    def mixer_kind(self) -> str | None:
+        return self.config.mixer
 
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
         c = self.config

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from coplay.algos.common import q_learning as ql
 from coplay.algos.common.mixing import vdn_sum
-from coplay.algos.common.q_trainer import QLearner
+from coplay.algos.common.q_trainer import QLoop
 
 
 @dataclass(frozen=True)
@@ -29,9 +29,10 @@ class Config(ql.QConfig):
     pass
 
 
-class VDN(QLearner[Config]):
+class VDN(QLoop):
     name = "vdn"
     config_class = Config
+    config: Config
 
     def loss(self, params: dict, target_params: dict, w: dict[str, jax.Array]) -> tuple[jax.Array, dict]:
         c = self.config

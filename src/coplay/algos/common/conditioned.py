@@ -4,14 +4,15 @@ network takes the preference weight as input, each episode draws its own
 weights spread evenly over the simplex, reporting each one's vector return so
 that the experiment layer scores the front as it scores the weight sweep's.
 
-A trainer mixes in `Conditioned` ahead of its family's trainer and builds its
-environment with `conditioned_env` before that trainer's `__init__`."""
+A trainer holds a `Conditioning` and delegates to it by name: it builds its
+family's machinery on the conditioning's environment, reports the utility as its
+return, and acts and evaluates through it."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -42,61 +43,49 @@ CONDITIONED_RETURN = ("episode utility w . R under the weight the episode was pl
                       "(and, in evaluations, over the evaluation weights; undiscounted)")
 
 
-class Conditioned:
-    """Acting and evaluation of one preference-conditioned network (see the module doc)."""
+class Conditioning:
+    """Acting and evaluation of one preference-conditioned network (see the module doc),
+    held by the trainer that trains it: the trainer builds its family's machinery on
+    `env` and hands its family's policy and `wrap` to `policy` and `evaluator`."""
 
-    name: ClassVar[str]
-    capabilities: ClassVar[Capabilities]
-    config: Any                     # has `weights`, `show_weight` and `concentration`
-    objectives: Env                 # the environment with its vector reward, before the preference is shown
-    preferences: np.ndarray | None  # [W, K] the evaluation's weights (set by `conditioned_env`)
-    fronts: Fronts | None
-    objective_names: tuple[str, ...]
-    num_objectives: int
-    wrap: Callable[[Env], Env]      # the family trainer's: the environment as it steps it
-
-    def conditioned_env(self, env: Env, config: Any) -> Env:
-        """The environment the family's trainer is built on: the vector reward kept, each
-        objective in `info`, a weight drawn per episode and shown. Refuses a scalar reward
-        first, naming the trainers that take it."""
-        check_env_support(env.spec, self.name, self.capabilities)
+    def __init__(self, name: str, capabilities: Capabilities, env: Env, config: Any):
+        """Refuses a scalar reward first, naming the trainers that take it."""
+        check_env_support(env.spec, name, capabilities)
         check_show_weight(config)
-        self.objectives = Objectives(env)
+        self.config = config
+        self.objectives = Objectives(env)   # the environment with its vector reward, before the preference is shown
         self.num_objectives = env.spec.reward_dim
-        self.preferences = spread_weights(env.spec.reward_dim, config.weights)
-        self.fronts = Fronts(self.preferences, self.front)
+        self.preferences = spread_weights(env.spec.reward_dim, config.weights)     # [W, K] the evaluation's weights
         self.objective_names = env.spec.objective_names
-        return Preference(self.objectives, concentration=config.concentration)
+        # what the family's trainer is built on: the vector reward kept, each objective in `info`,
+        # a weight drawn per episode and shown
+        self.env: Env = Preference(self.objectives, concentration=config.concentration)
+        self.fronts = Fronts(self.preferences, self.front)
 
-    def update(self, state: Any) -> tuple[Any, dict[str, jax.Array]]:
-        """The family trainer's update; `return` is the utility w . R of each episode under its
+    def returns(self, metrics: dict[str, jax.Array]) -> dict[str, jax.Array]:
+        """The family's update metrics with `return` the utility w . R of each episode under its
         own weight, not the mean of the objectives the family would report."""
-        state, metrics = super().update(state)  # type: ignore[misc]
         metrics.pop("return_sum", None)
         metrics["return"] = metrics["utility"]
-        return state, metrics
+        return metrics
 
-    def at_weight(self, weight: Any) -> Policy:
-        """The policy acting for one preference (`[K]`; may be traced)."""
-        return dataclasses.replace(super().policy(), env=self.wrap(Preference(self.objectives,  # type: ignore[misc]
-                                                                              weights=weight)))
+    def at_weight(self, policy: Policy, wrap: Callable[[Env], Env], weight: Any) -> Policy:
+        """The family's `policy` acting for one preference (`[K]`; may be traced); `wrap`: the
+        family trainer's, the environment as it steps it."""
+        return dataclasses.replace(policy, env=wrap(Preference(self.objectives, weights=weight)))
 
-    def _weights(self) -> np.ndarray:
-        assert self.preferences is not None, "conditioned_env sets the evaluation weights"
-        return self.preferences
-
-    def policy(self) -> Policy:
+    def policy(self, policy: Policy, wrap: Callable[[Env], Env]) -> Policy:
         """The policy at evaluation weight `algo.show_weight` (what `coplay eval` and `record` play)."""
-        return self.at_weight(self._weights()[self.config.show_weight])
+        return self.at_weight(policy, wrap, self.preferences[self.config.show_weight])
 
-    def evaluator(self, episodes: int) -> Evaluator:
+    def evaluator(self, policy: Policy, wrap: Callable[[Env], Env], episodes: int) -> Evaluator:
         """The policy plays `episodes` episodes at each evaluation weight: its return in
         each objective (`w<i>/objective/<name>`), and `return`, its utility under each
         weight averaged over the weights."""
-        w = jnp.asarray(self._weights(), jnp.float32)
+        w = jnp.asarray(self.preferences, jnp.float32)
 
         def evaluate(params: Any, key: jax.Array) -> dict[str, jax.Array]:
-            play = lambda weight, k: make_evaluator(self.at_weight(weight), episodes)(params, k)  # noqa: E731
+            play = lambda weight, k: make_evaluator(self.at_weight(policy, wrap, weight), episodes)(params, k)  # noqa: E731
             out = jax.vmap(play)(w, jax.random.split(key, w.shape[0]))       # each [W, episodes]
             return per_weight_results(out, w, self.objective_names)
 

@@ -25,7 +25,7 @@ decides how much the data's returns, beside the penalty, shape the policy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -34,13 +34,10 @@ from flax import struct
 
 from coplay.algos.base import TrainerConfig
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.mixing import MIXERS, MixerConfig, Mixing
-from coplay.algos.common.q_trainer import AgentLearner, QFamily
+from coplay.algos.common.mixing import MIXERS, MixerConfig
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
-from coplay.core.policy import Policy
-from coplay.nets import distributions
 from coplay.offline.dataset import Dataset, dataset_stats, load
 from coplay.wrappers.agent_id import with_agent_id
 
@@ -69,30 +66,6 @@ class OfflineConfig(TrainerConfig):
         return self.grad_steps
 
 
-class PolicyActing(AgentLearner[Any]):
-    """An offline trainer's agents play greedily on their network's outputs or, with
-    `algo.acting=sample`, draw from the softmax of them (illegal actions never): a
-    policy's logits (bc, maicq) or Q-values (the Boltzmann policy exp Q, the one
-    CQL's log-sum-exp penalty, log sum_a exp Q(o, a) - Q(o, a_data), pulls towards
-    the data's actions)."""
-
-    def __init__(self, config: Any, env: Env, num_updates: int):
-        if config.acting == "sample" and getattr(config, "eval_epsilon", 0.0) > 0:
-            raise ConfigError(f"algo.eval_epsilon={config.eval_epsilon} is for algo.acting=greedy: with "
-                              "algo.acting=sample the agents already draw their actions (set one of them)")
-        super().__init__(config, env, num_updates)
-
-    def policy(self) -> Policy:
-        if self.config.acting == "greedy":
-            return super().policy()
-
-        def act(params, obs, mask, key, carry, reset):
-            carry, out = self.q_values(params, carry, obs, reset)
-            return distributions.sample(key, distributions.masked_logits(self.acting_q(out, obs), mask)), carry
-
-        return Policy(act=act, initial_carry=self.initial_carry, env=self.env)
-
-
 @dataclass(frozen=True)
 class OfflineNetConfig(OfflineConfig, ql.NetConfig):
     """An offline learner of the agents' network (behaviour cloning): the dataset's
@@ -104,6 +77,19 @@ class OfflineNetConfig(OfflineConfig, ql.NetConfig):
 @dataclass(frozen=True)
 class OfflineQConfig(OfflineConfig, ql.QLearnConfig):
     """An offline Q-value learner's fields: the dataset's, and learning Q-values'."""
+
+    def reward_multiplier(self, data: Dataset) -> float:
+        """`algo.reward_scale`, over the range of the dataset's episode returns with
+        `algo.reward_norm=returns`."""
+        if self.reward_norm == "none":
+            return self.reward_scale
+        returns = np.asarray(dataset_stats(data)["returns"])
+        spread = float(np.max(returns) - np.min(returns)) if returns.size else 0.0
+        if spread <= 0:
+            raise ConfigError(f"algo.reward_norm=returns: every episode of the dataset at {self.dataset} returns the "
+                              f"same ({float(returns.flat[0]) if returns.size else 'no episodes'}), so there is no "
+                              "range to divide by; use algo.reward_norm=none")
+        return self.reward_scale / spread
 
     batch_size: int = param(128, "windows sampled per gradient step", min=1)
     target_interval: int = param(200, "gradient steps between target-network updates", min=1)
@@ -181,8 +167,18 @@ def read_dataset(config: OfflineConfig, env: Env) -> Dataset:
     return data
 
 
+@dataclass(frozen=True)
+class OfflineTeamConfig(MixerConfig, OfflineQConfig):
+    """An offline learner of a team value: the mixer and its fields."""
+
+    mixer: str = param("qmix", "how the agents' values make the team's: QMIX's monotonic mixer on the global "
+                               "state, or VDN's sum", choices=MIXERS)
+
+
 @struct.dataclass
 class OfflineState:
+    """An offline learner's state: no environment, no replay."""
+
     params: dict
     target_params: dict
     opt_state: Any
@@ -191,24 +187,17 @@ class OfflineState:
     grad_steps: jax.Array
 
 
-NC = TypeVar("NC", bound=OfflineNetConfig)
-OC = TypeVar("OC", bound=OfflineQConfig)
+class DatasetWindows:
+    """The data source of an offline trainer (`coplay.algos.common.q_trainer.QLoop`): the
+    run's dataset, read and checked when the trainer is built, and each update's
+    `grad_steps` gradient steps on windows drawn from it. A Q-learner's rewards are
+    multiplied as its config says (`OfflineQConfig.reward_multiplier`)."""
 
-
-class Offline(AgentLearner[Any]):
-    """An `AgentLearner` that learns from the run's dataset (`algo.dataset`): it is read
-    and checked when the trainer is built, and each update takes `grad_steps` gradient
-    steps on windows of it. Put it first among the bases of an offline trainer."""
-
-    def __init__(self, config: Any, env: Env, num_updates: int):
-        super().__init__(config, env, num_updates)
+    def __init__(self, config: Any, env: Env, window: int, initial_carry: Any):
+        self.config, self.window, self.initial_carry = config, window, initial_carry
         self.dataset = read_dataset(config, env)
-        self.windows = Windows(self.dataset, self.window, config.share_params and config.agent_id,
-                               self.reward_multiplier())
-
-    def reward_multiplier(self) -> float:
-        """What the dataset's rewards are multiplied by before learning (1: as recorded)."""
-        return 1.0
+        scale = config.reward_multiplier(self.dataset) if isinstance(config, OfflineQConfig) else 1.0
+        self.windows = Windows(self.dataset, window, config.share_params and config.agent_id, scale)
 
     def sample(self, key: jax.Array) -> dict[str, jax.Array]:
         """`batch_size` windows `[L, B, ...]` (a recurrent agent's start from a zero state),
@@ -220,93 +209,19 @@ class Offline(AgentLearner[Any]):
             w["carry"] = self.initial_carry((self.window, self.config.batch_size))
         return w
 
-    def init(self, key: jax.Array) -> OfflineState:
+    def init(self, loop: Any, key: jax.Array) -> OfflineState:
         k_net, k_mix, k_env, k_state = jax.random.split(key, 4)
-        _, ts = self.env.reset(k_env)
-        params = self.init_params(k_net, k_mix, jax.tree.map(lambda x: x[None], ts))
-        return OfflineState(params=params, target_params=self.initial_target(params),
-                            opt_state=self.optimizer.init(params), key=k_state,
+        _, ts = loop.env.reset(k_env)
+        params = loop.init_params(k_net, k_mix, jax.tree.map(lambda x: x[None], ts))
+        return OfflineState(params=params, target_params=loop.initial_target(params),
+                            opt_state=loop.optimizer.init(params), key=k_state,
                             updates=jnp.zeros((), jnp.int32), grad_steps=jnp.zeros((), jnp.int32))
 
-    def update(self, state: OfflineState) -> tuple[OfflineState, dict[str, jax.Array]]:
+    def update(self, loop: Any, state: OfflineState) -> tuple[OfflineState, dict[str, jax.Array]]:
         key, k_learn = jax.random.split(state.key)
-        (params, target_params, opt_state, count), stats = self.learn(
+        (params, target_params, opt_state, count), stats = loop.learn(
             state.params, state.target_params, state.opt_state, state.grad_steps, self.sample,
             jax.random.split(k_learn, self.config.grad_steps))
         return (OfflineState(params=params, target_params=target_params, opt_state=opt_state, key=key,
                              updates=state.updates + 1, grad_steps=count),
                 {k: v.mean() for k, v in stats.items()})
-
-
-class OfflineQLearner(Offline, PolicyActing, QFamily[OC]):
-    """The Q family learning from a dataset: the same networks, TD inputs and gradient
-    steps as `QLearner`, on windows of the dataset instead of replay. A subclass is an
-    algorithm: it gives `loss` (a TD loss and its conservative penalty)."""
-
-    config_class = OfflineQConfig
-    loss_name = "loss"         # the TD loss and the penalty together (each also logged alone)
-
-    def reward_multiplier(self) -> float:
-        """`algo.reward_scale`, over the range of the dataset's episode returns with
-        `algo.reward_norm=returns`."""
-        c = self.config
-        if c.reward_norm == "none":
-            return c.reward_scale
-        returns = np.asarray(dataset_stats(self.dataset)["returns"])
-        spread = float(np.max(returns) - np.min(returns)) if returns.size else 0.0
-        if spread <= 0:
-            raise ConfigError(f"algo.reward_norm=returns: every episode of the dataset at {c.dataset} returns the "
-                              f"same ({float(returns.flat[0]) if returns.size else 'no episodes'}), so there is no "
-                              "range to divide by; use algo.reward_norm=none")
-        return c.reward_scale / spread
-
-    def bootstrap(self, q_online: jax.Array, q_target: jax.Array, mask: jax.Array) -> jax.Array:
-        """With `algo.backup=acting` and `algo.acting=sample`, the next state's value under
-        the Boltzmann policy the agents draw from (`q_learning.expected_value`); else the
-        greedy policy's."""
-        if self.config.backup == "acting" and self.config.acting == "sample":
-            return ql.expected_value(q_online, q_target, mask)
-        return super().bootstrap(q_online, q_target, mask)
-
-    def independent_parts(self, params: dict, target_params: dict, w: dict[str, jax.Array]):
-        """Independent learners' TD loss: (q [T, B, N, A], td loss, targets [T, B, N], w)."""
-        c = self.config
-        q, q_taken, next_value, w = self.td_parts(params, target_params, w)
-        td, target = ql.independent_td_loss(q_taken, next_value, w, c.gamma, c.n_step, c.loss,
-                                            getattr(c, "reward", "own"))
-        return q, td, target, w
-
-
-@dataclass(frozen=True)
-class OfflineTeamConfig(MixerConfig, OfflineQConfig):
-    """An offline learner of a team value: the mixer and its fields."""
-
-    mixer: str = param("qmix", "how the agents' values make the team's: QMIX's monotonic mixer on the global "
-                               "state, or VDN's sum", choices=MIXERS)
-
-
-TC = TypeVar("TC", bound=OfflineTeamConfig)
-
-
-class OfflineTeamLearner(OfflineQLearner[TC]):
-    """An offline learner of a team value Q_tot = mix(Q_1, ..., Q_N; s) (VDN or QMIX),
-    with one TD problem on the team reward (`q_learning.team_td_loss`)."""
-
-    def __init__(self, config: TC, env: Env, num_updates: int):
-        super().__init__(config, env, num_updates)
-        self.mixing = Mixing(config.mixer, self.num_agents, config)
-
-    def init_mixer(self, key: jax.Array, global_state: jax.Array) -> Any:
-        return self.mixing.init(key, global_state)
-
-    def team_parts(self, params: dict, target_params: dict, w: dict[str, jax.Array]):
-        """(q [T, B, N, A], td loss, targets [T, B], Q_tot of the data's joint action
-        [T, B], the mix, w) of a window."""
-        c = self.config
-        q, q_taken, next_value, w = self.td_parts(params, target_params, w)
-        mix = self.mixing.mix(params["mixer"])
-        td, target = ql.team_td_loss(q_taken, next_value, w, mix, self.mixing.mix(target_params["mixer"]),
-                                     c.gamma, c.n_step, c.loss)
-        t = q.shape[0]
-        q_tot = mix(q_taken * w["active"][:t], w["global_state"][:t])
-        return q, td, target, q_tot, mix, w
