@@ -6,7 +6,10 @@
 Solvers, each on the same game:
 
 - coplay `cfr+` and `dcfr` (`coplay.algos.cfr`): every information set at
-  once, blocks of iterations compiled as one `lax.scan`;
+  once, blocks of iterations compiled as one `lax.scan`, over the tree's
+  terminal paths with chance folded into the payoffs (`TreeArrays`: deals
+  that differ only in suits share a path, as OpenSpiel's suit-isomorphic
+  Leduc deals ranks);
 - OpenSpiel's C++ `CFRPlusSolver` through pyspiel;
 - OpenSpiel's Python `CFRPlusSolver` (`open_spiel.python.algorithms.cfr`).
 

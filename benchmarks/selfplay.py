@@ -37,6 +37,10 @@ Rows, for each game (coplay's envs are `coplay.make(name)`, which wrap pgx):
   compiled loop by coplay's `sample_from_mask` (one random number per game),
   every step's keys split before the loop, and each game's return summed as
   `make_match` does: the environment alone, an upper bound for everything above.
+  It and the coplay random-play row are timed in alternation, one call of each
+  per round, for at least `--repeats` rounds and `--min-seconds` (calls take
+  about a millisecond at tic-tac-toe, so a few calls each, timed apart, would
+  mostly measure the machine's load at the time).
 - pgx random legal play, Gumbel-max: the same loop drawing the moves with
   `jax.random.categorical` over the legal mask (a Gumbel draw per action: pgx's
   own `act_randomly` idiom, and how coplay sampled before), to show what the
@@ -84,6 +88,8 @@ GAMES = {
 }
 OPENSPIEL = "OpenSpiel, Python loop"
 RANDOM = "coplay random legal play (make_match, random_policy)"
+PGX_RANDOM = "pgx random legal play (jit, vmap)"
+MAX_ROUNDS = 5000  # rounds of alternating random-play calls at most (about 3 ms a round at tic-tac-toe)
 PEERS = ("openspiel", "pettingzoo")
 
 
@@ -173,11 +179,59 @@ def coplay_match(env, policy, params, episodes: int, repeats: int, what: str, no
     start = time.perf_counter()
     calls = timed_calls(lambda: play([params, params], next(keys)), repeats)
     first_s = time.perf_counter() - start - sum(s for s, _ in calls)
-    unfinished = sum(int(np.sum(~np.asarray(out["finished"]))) for _, out in calls)
-    assert unfinished == 0, f"{unfinished} games did not finish within max_steps"
-    result = rates([(s, episodes, float(np.sum(out["length"]))) for s, out in calls])
+    result = match_rates(calls, episodes)
     result["compile_s"] = first_s
     return row(what, result, note)
+
+
+def match_rates(calls: list[tuple[float, dict]], episodes: int) -> dict:
+    """Games/s and moves/s of timed `make_match` calls, each of which must finish every game."""
+    unfinished = sum(int(np.sum(~np.asarray(out["finished"]))) for _, out in calls)
+    assert unfinished == 0, f"{unfinished} games did not finish within max_steps"
+    return rates([(s, episodes, float(np.sum(out["length"]))) for s, out in calls])
+
+
+def interleaved_calls(calls: dict[str, object], repeats: int, min_seconds: float,
+                      max_rounds: int = MAX_ROUNDS) -> dict[str, list]:
+    """Each of `calls` once untimed (compile, warm-up), then timed in turns, one call of
+    each per round, for at least `repeats` rounds and until `min_seconds` have passed
+    (at most `max_rounds`):
+    {name: [(seconds, output)]}. A round times every side within a few milliseconds of
+    the others, so a change in the machine's load (other processes on its cores) reaches
+    both sides alike; calls of well under a millisecond get many rounds."""
+    for call in calls.values():
+        jax.block_until_ready(call())
+    out: dict[str, list] = {name: [] for name in calls}
+    start, rounds = time.perf_counter(), 0
+    while rounds < max_rounds and (rounds < repeats or time.perf_counter() - start < min_seconds):
+        for name, call in calls.items():
+            begin = time.perf_counter()
+            result = jax.block_until_ready(call())
+            out[name].append((time.perf_counter() - begin, result))
+        rounds += 1
+    return out
+
+
+def random_play_pair(env, name: str, episodes: int, repeats: int, min_seconds: float) -> tuple[dict, dict]:
+    """The coplay random-play row and the pgx loop's row, timed in alternation
+    (`interleaved_calls`): the same games per call, keys and medians on both sides."""
+    play = jax.jit(make_match(env, [random_policy(env), random_policy(env)], episodes=episodes))
+    pgx_play = pgx_loop(name, episodes)
+    # Keys made before any timing, so that no call times the making of its key.
+    coplay_keys = iter(list(jax.random.split(jax.random.PRNGKey(1), MAX_ROUNDS + 2)))
+    pgx_keys = iter(list(jax.random.split(jax.random.PRNGKey(2), MAX_ROUNDS + 2)))
+    start = time.perf_counter()
+    jax.block_until_ready(play([None, None], next(coplay_keys)))
+    compile_s = time.perf_counter() - start
+    timed = interleaved_calls({"coplay": lambda: play([None, None], next(coplay_keys)),
+                               "pgx": lambda: pgx_play(next(pgx_keys))}, repeats, min_seconds)
+    coplay_rates = match_rates(timed["coplay"], episodes)
+    coplay_rates["compile_s"] = compile_s
+    coplay_rates["timed_calls"] = len(timed["coplay"])
+    pgx_rates = pgx_rates_of(timed["pgx"], episodes)
+    pgx_rates["timed_calls"] = len(timed["pgx"])
+    return (row(RANDOM, coplay_rates, f"{episodes} games per call"),
+            row(PGX_RANDOM, pgx_rates, f"{episodes} games per call"))
 
 
 # ----------------------------------------------------------------------------- pgx
@@ -188,8 +242,8 @@ def gumbel_from_mask(key: jax.Array, mask: jax.Array) -> jax.Array:
     return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf), axis=-1).astype(jnp.int32)
 
 
-def pgx_random(name: str, episodes: int, repeats: int, sampler=sample_from_mask,
-               what: str = "pgx random legal play (jit, vmap)") -> dict:
+def pgx_loop(name: str, episodes: int, sampler=sample_from_mask):
+    """`play(key) -> (moves, games ended, returns)`: `episodes` games of pgx's `name`, compiled."""
     import pgx
 
     env = pgx.make(name)
@@ -211,11 +265,19 @@ def pgx_random(name: str, episodes: int, repeats: int, sampler=sample_from_mask,
         (state, returns), moves = jax.lax.scan(body, start, jax.random.split(k_run, (horizon, 2)))
         return jnp.sum(moves), jnp.sum(state.terminated), returns
 
-    play = jax.jit(play)
+    return jax.jit(play)
+
+
+def pgx_rates_of(calls: list[tuple[float, tuple]], episodes: int) -> dict:
+    assert all(int(done) == episodes for _, (_, done, _) in calls), "pgx games did not finish"
+    return rates([(s, episodes, float(m)) for s, (m, _, _) in calls])
+
+
+def pgx_random(name: str, episodes: int, repeats: int, sampler=sample_from_mask, what: str = "") -> dict:
+    play = pgx_loop(name, episodes, sampler)
     keys = iter(jax.random.split(jax.random.PRNGKey(2), repeats + 1))
     calls = timed_calls(lambda: play(next(keys)), repeats)
-    assert all(int(done) == episodes for _, (_, done, _) in calls), "pgx games did not finish"
-    return row(what, rates([(s, episodes, float(m)) for s, (m, _, _) in calls]), f"{episodes} games per call")
+    return row(what, pgx_rates_of(calls, episodes), f"{episodes} games per call")
 
 
 # ----------------------------------------------------------------------------- Python peers
@@ -345,9 +407,7 @@ def main() -> None:
         game_rows.append(coplay_match(env, policy, params, args.episodes, args.repeats,
                                       "coplay self-play playing (policy vs policy, inference)",
                                       f"{args.episodes} games per call, the trainer's network in both seats"))
-        random_row = coplay_match(env, random_policy(env), None, args.episodes, args.repeats, RANDOM,
-                                  f"{args.episodes} games per call")
-        pgx_row = pgx_random(name, args.episodes, args.repeats)
+        random_row, pgx_row = random_play_pair(env, name, args.episodes, args.repeats, args.min_seconds)
         # Time per game against the pgx loop (the environment alone, same sampling).
         random_row["x_pgx_time"] = pgx_row["games_per_s"] / random_row["games_per_s"]
         random_row["note"] += f"; {random_row['x_pgx_time']:.2f}x the pgx loop's time per game"
@@ -388,6 +448,8 @@ def main() -> None:
         f" {args.updates} updates per compiled `lax.scan` call. Playing: {args.episodes} complete games per call."
         " JAX rows: compile (first call) not timed, median of"
         f" {args.repeats} calls; Python rows: median of {args.repeats} timings of >= {args.min_seconds:g} s."
+        " The coplay and pgx random-play rows are timed in alternation (one call of each per round, at least"
+        f" {args.repeats} rounds and {args.min_seconds:g} s; median per side)."
         " Env steps are moves. Ratios are against OpenSpiel's Python loop on the same game.",
         "",
         "| game | what | games/s | env steps/s | x OpenSpiel Python loop | notes |"

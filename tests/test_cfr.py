@@ -19,7 +19,7 @@ from coplay.algos import cfr
 from coplay.core.compile import jit, jit_once
 from coplay.core.errors import ConfigError, UnknownNameError
 from coplay.envs.trees import CHANCE, Rules, TreeArrays, build_tree, game_tree
-from coplay.envs.trees.values import best_response, expected_value, exploitability, nash_conv
+from coplay.envs.trees.values import best_response, counterfactual_values, expected_value, exploitability, nash_conv
 
 
 @pytest.fixture(scope="module")
@@ -203,3 +203,34 @@ class _Imperfect(Rules):
 def test_inconsistent_information_sets_are_refused():
     with pytest.raises(ValueError, match="'same' is not consistent"):
         build_tree(_Imperfect())
+
+
+def _reference_counterfactual_values(tree, policy: np.ndarray, player: int) -> np.ndarray:
+    """cfv [I, A] straight from the tree's unmerged terminal paths, chance edges and all, in float64."""
+    cfv = np.zeros(tree.legal.shape)
+    sign = 1.0 if player == 0 else -1.0
+    for z in range(tree.num_terminals):
+        owner, infoset, action = tree.path_owner[z], tree.path_infoset[z], tree.path_action[z]
+        prob = np.where(owner == CHANCE, tree.path_chance[z], 1.0)
+        decided = owner < CHANCE
+        prob[decided] = policy[infoset[decided], action[decided]]
+        own = owner == player
+        others = np.prod(np.where(own, 1.0, prob))
+        for d in np.flatnonzero(own):
+            below = np.prod(np.where(own, prob, 1.0)[d + 1:])
+            cfv[infoset[d], action[d]] += others * below * sign * tree.utility[z]
+    return cfv
+
+
+def test_merged_paths_give_the_values_of_the_full_tree(leduc):
+    """Leduc's deals that differ only in suits share a decision path (5520 terminal paths
+    become 1116 columns, chance folded into the payoffs); counterfactual values over
+    them are those of the full tree, summed in float64, to float32 rounding."""
+    tree, t = leduc
+    assert tree.num_terminals == 5520 and t.utility.shape == (1116,) and t.edge_index.shape[0] == 8
+    logits = jax.random.normal(jax.random.PRNGKey(3), tree.legal.shape)
+    policy = np.asarray(jax.nn.softmax(jnp.where(tree.legal, logits, -jnp.inf), axis=1), np.float64)
+    for player in (0, 1):
+        cfv, _ = counterfactual_values(t, jnp.asarray(policy, jnp.float32), player)
+        np.testing.assert_allclose(np.asarray(cfv), _reference_counterfactual_values(tree, policy, player),
+                                   rtol=1e-5, atol=1e-6)

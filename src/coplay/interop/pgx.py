@@ -191,10 +191,13 @@ class PgxEnv(Env):
         legal = in_range & g.legal_action_mask[jnp.clip(action, 0, self.num_choices - 1)]
         illegal = ~over & ~legal
 
-        # pgx always receives a legal action; an illegal one is replaced by a forfeit.
-        played = self._play(g, over, jnp.where(legal, action, jnp.argmax(g.legal_action_mask)), key)
-        forfeit = self._forfeit(g, mover)
-        g = jax.tree.map(lambda f, p: jnp.where(illegal, f, p), forfeit, played)
+        # The generic rules (`_play`) may run an illegal move, as pgx's own generic step
+        # does, since its result is discarded for the forfeit: the clipped action needs no
+        # search for a legal one. Games with their own step receive a legal action.
+        to_play = (jnp.clip(action, 0, self.num_choices - 1) if self._generic_step
+                   else jnp.where(legal, action, jnp.argmax(g.legal_action_mask)))
+        played = self._play(g, to_play, key)
+        g = self._settle(g, over, illegal, played, self._forfeit(g, mover))
 
         steps = state.steps + (~over).astype(jnp.int32)
         g = g.replace(truncated=g.truncated | (~g.terminated & (steps >= self.max_steps)))
@@ -213,23 +216,39 @@ class PgxEnv(Env):
         illegal_by = jax.nn.one_hot(mover, self.n, dtype=jnp.bool_) & illegal
         return state, self._timestep(state, reward, illegal_by, ended, views)
 
-    def _play(self, g, over: jax.Array, action: jax.Array, key: jax.Array):
-        """pgx's `step` of game state `g` with a legal `action` ([] int32); `over`: `g` has ended.
+    def _play(self, g, action: jax.Array, key: jax.Array):
+        """pgx's `step` of game state `g` with `action` ([] int32, in range).
 
-        Where the game keeps pgx's generic `Env.step`, its parts run here, for the same
-        state: without its branch (`cond`) for an illegal action, which coplay handles
-        itself, and without its `cond`s for a finished game, which under `vmap` become
-        selects of every field of the state. Its last part, the mover's observation of
-        the new position, is taken in `_step` from every player's views, which the
-        TimeStep needs anyway."""
+        Where the game keeps pgx's generic `Env.step`, its parts run here: its rules
+        (`_step`) and the legal mask of an ended game, without its branches (`cond`)
+        for an illegal action and for a finished game, which under `vmap` become selects
+        of every field of the state; `_settle` makes those choices, in one select per
+        field. Its last part, the mover's observation of the new position, is taken in
+        `_step` from every player's views, which the TimeStep needs anyway."""
         if not self._generic_step:
             return self.game.step(g, action, key)
         played = self.game._step(g.replace(_step_count=g._step_count + 1), action, key)
-        # As pgx: every action is legal in an ended game (so masks never go empty), and a
-        # finished game stays as it is, with zero rewards.
-        played = played.replace(legal_action_mask=played.legal_action_mask | played.terminated)
+        # As pgx: every action is legal in an ended game (so masks never go empty).
+        return played.replace(legal_action_mask=played.legal_action_mask | played.terminated)
+
+    def _settle(self, g, over: jax.Array, illegal: jax.Array, played, forfeit):
+        """The state after a step from `g`: `forfeit` where the move was `illegal`; where
+        the game had ended (`over`), `g` as it was with zero rewards (pgx's step does
+        that itself in games that replace the generic step); otherwise `played`.
+
+        `forfeit` shares every field but four with `g` (`_forfeit`), and those fields
+        take one select on `over | illegal` instead of two in a row."""
+        if not self._generic_step:
+            return jax.tree.map(lambda f, p: jnp.where(illegal, f, p), forfeit, played)
         stay = g.replace(rewards=jnp.zeros_like(g.rewards))
-        return jax.tree.map(lambda s, p: jnp.where(over, s, p), stay, played)
+        keep = over | illegal
+
+        def choose(s, f, p):
+            if s is f:
+                return jnp.where(keep, s, p)
+            return jnp.where(illegal, f, jnp.where(over, s, p))
+
+        return jax.tree.map(choose, stay, forfeit, played)
 
     def _forfeit(self, g, mover: jax.Array):
         """The game `g` ended by `mover`'s illegal action, the move itself not played."""

@@ -90,22 +90,21 @@ def _pick(bits: jax.Array, mask: jax.Array) -> jax.Array:
 
 
 def _pick_in_word(bits: jax.Array, mask: jax.Array) -> jax.Array:
-    """`_pick` for A <= 32: each row packed into the bits of one uint32, and the chosen
-    bit found by halving (count the set bits of the lower half; if the rank is past
-    them, move to the upper half), five steps of work per row instead of a prefix sum
-    over the row, which costs more than the random number at a few actions."""
+    """`_pick` for A <= 32: each row packed into the bits of one uint32, its lowest set
+    bit cleared `rank` times (`word & (word - 1)`, at most A - 1 steps, each kept only
+    while the step is below the rank), and the index of the lowest bit left is the
+    answer: the number of bits below it, `popcount(lowest - 1)`. Every step is a few
+    elementwise integer operations that vectorise across rows, with no prefix sum over
+    the row and only two population counts; on the CPU it takes about half the time of
+    finding the bit by halving (a population count of each half, five times)."""
     a = mask.shape[-1]
     word = jnp.sum(mask.astype(jnp.uint32) << jnp.arange(a, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)
     count = jax.lax.population_count(word)
     rank = bits % jnp.maximum(count, 1)
-    index = jnp.zeros(word.shape, jnp.uint32)
-    for width in (16, 8, 4, 2, 1):
-        lower = jax.lax.population_count(word & jnp.uint32((1 << width) - 1))
-        up = rank >= lower
-        rank = jnp.where(up, rank - lower, rank)
-        index = jnp.where(up, index + width, index)
-        word = jnp.where(up, word >> width, word)
-    return jnp.where(count > 0, index, 0).astype(jnp.int32)
+    for step in range(a - 1):
+        word = jnp.where(rank > step, word & (word - 1), word)
+    lowest = word & (~word + 1)
+    return jnp.where(count > 0, jax.lax.population_count(lowest - 1), 0).astype(jnp.int32)
 
 
 def sample_from_mask(key: jax.Array, mask: jax.Array) -> jax.Array:
