@@ -38,7 +38,7 @@ ROWS = {
     "mappo spread": ["algo=mappo", "env=spread", "total_steps=200000", "chunk_steps=200000", "seeds=2"],
     "selfplay_ppo connect_four": ["algo=selfplay_ppo", "env=connect_four", "total_steps=100000",
                                   "chunk_steps=100000", "algo.lr=3e-3", "seeds=1"],
-    "grpo text:kuhn_poker": ["algo=grpo", "env=text:kuhn_poker", "algo.num_envs=32", "algo.group_size=8",
+    "grpo text:kuhn_poker": ["algo=grpo", "env=text:kuhn_poker", "algo.episodes=32", "algo.group_size=8",
                              "total_steps=36864", "chunk_steps=2304", "seeds=1"],
 }
 LEVELS = (3, 2, 0)

@@ -48,7 +48,7 @@ from coplay.eval.stats import summarize  # noqa: E402
 ARMS = (("grpo", "grpo", ()), ("gigpo, gamma 0.95", "gigpo", ("algo.gamma=0.95",)),
         ("gigpo, gamma 1", "gigpo", ("algo.gamma=1.0",)))
 EPISODES, GROUP = 64, 8
-SETTINGS = ("algo.width=32", "algo.layers=1", "algo.lr=0.003", f"algo.num_envs={EPISODES}",
+SETTINGS = ("algo.width=32", "algo.layers=1", "algo.lr=0.003", f"algo.episodes={EPISODES}",
             f"algo.group_size={GROUP}")
 EVALS, EVAL_EPISODES, TARGET = 10, 256, 0.8
 

@@ -72,7 +72,7 @@ SETTINGS = {
     "dr_mas, ent_coef 0.01": BASE,
     "grpo (pooled), ent_coef 0.01": {**BASE, "estimator": "grpo"},
     "mars, ent_coef 0.01": {**BASE, "estimator": "mars"},
-    "dr_mas, ent_coef 0.05, 128 episodes per update": {**BASE, "ent_coef": 0.05, "num_envs": 128},
+    "dr_mas, ent_coef 0.05, 128 episodes per update": {**BASE, "ent_coef": 0.05, "episodes": 128},
 }
 # settings run by name with --only (not part of the written tables); `env`: environment
 # settings beyond ENV
@@ -104,8 +104,8 @@ SCALE = "1,100,1"
 
 
 def train(algo: dict, env: dict, seeds: int, updates: int, out: Path, name: str):
-    algo = {"num_envs": EPISODES, **MODEL, **algo}
-    per_update = algo["num_envs"] * (env.get("attempts", 1) + 2)
+    algo = {"episodes": EPISODES, **MODEL, **algo}
+    per_update = algo["episodes"] * (env.get("attempts", 1) + 2)
     args = (["algo=grpo", "env=text:arithmetic_roles", f"seeds={seeds}",
              f"total_steps={updates * per_update}", f"chunk_steps={updates * per_update // CHUNKS}",
              "eval_every=1", "eval_episodes=128", "keep_checkpoints=1000", "progress=false", "tensorboard=false",
@@ -170,7 +170,7 @@ def tracking(points: list[dict], lag: int) -> dict:
 def curve(result, rows: list[dict], algo: dict, seeds: int, updates: int, env_settings: dict = ENV) -> list[dict]:
     """Exact scores of every checkpoint and the run's evaluations, per chunk: values per seed."""
     env = coplay.make("text:arithmetic_roles", **env_settings)
-    config = Config(**{**MODEL, **algo})          # (the model does not depend on num_envs)
+    config = Config(**{**MODEL, **algo})          # (the model does not depend on episodes)
     model = GRPO(config, env, 1).model
     points = []
     for i, path in enumerate(checkpoint.list_checkpoints(result.run_dir / "checkpoints")):

@@ -113,7 +113,7 @@ def curve(env_name: str, fields: dict, budget: float, every: int, seed: int = 0,
         s = score(state.params)
         sums, average = add(sums, s.strategy, updates // every)
         points.append({"seconds": round(seconds, 1), "updates": updates,
-                       "episodes": updates * config.num_envs,
+                       "episodes": updates * config.episodes,
                        "exploitability": round(float(s.exploitability), 4),
                        "average_uniform": round(float(average["uniform"]), 4),
                        "average_linear": round(float(average["linear"]), 4),
@@ -154,7 +154,7 @@ def throughput(env_name: str, batch: int = 256, repeats: int = 3) -> dict:
         upd = min(upd, (time.perf_counter() - t) / 10)
     return {"env": env_name, "batch": batch, "utterances_per_s": round(batch / best),
             "tokens_per_s": round(tokens / best), "updates_per_s": round(1 / upd, 2),
-            "episodes_per_s": round(trainer.config.num_envs / upd)}
+            "episodes_per_s": round(trainer.config.episodes / upd)}
 
 
 def table(results: dict, info: str, budget: float) -> str:

@@ -64,7 +64,7 @@ def main() -> None:
     score = score_lm_player(env, player)
     score_s = time.perf_counter() - t
 
-    learner = LMGRPO(Config(model="smollm2", num_envs=8, group_size=4, lr=1e-4), env, seeds=1, seed=0,
+    learner = LMGRPO(Config(model="smollm2", episodes=8, group_size=4, lr=1e-4), env, seeds=1, seed=0,
                      loaded=loaded)
     lp = learner.player
     prompt = prompts[0]

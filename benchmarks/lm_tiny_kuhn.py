@@ -61,7 +61,7 @@ def main() -> None:
     # A strong KL to the base model (near uniform over the moves) keeps the policy from settling on one
     # move everywhere before it has learned to read the card; without it (or with kl_coef=0.2) every
     # estimator ends at always-bet, the same strategy at every information set.
-    options = {"num_envs": 32, "group_size": 4, "lr": args.lr, "kl_coef": args.kl_coef}
+    options = {"episodes": 32, "group_size": 4, "lr": args.lr, "kl_coef": args.kl_coef}
     runs = [curve(e, args.updates, args.every, options) for e in args.estimators]
     write_results("lm_tiny_kuhn", {"cpu": cpu_model(), "options": options, "runs": runs})
     steps = [u for u, _ in runs[0]["points"]]

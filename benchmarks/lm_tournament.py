@@ -36,7 +36,7 @@ from coplay.lm.acting import lm_policy
 from coplay.lm.models import load_model, tiny_model
 from coplay.lm.policy import LMPlayer
 
-LM = ["algo=lm_grpo", "algo.model=tiny", "algo.decoding=choose_legal", "algo.estimator=rae", "algo.num_envs=32",
+LM = ["algo=lm_grpo", "algo.model=tiny", "algo.decoding=choose_legal", "algo.estimator=rae", "algo.episodes=32",
       "algo.group_size=4", "algo.lr=3e-3", "algo.kl_coef=1.0"]
 GRPO = ["algo=grpo", "algo.decoding=legal", "algo.estimator=dr_grpo", "algo.kl_coef=0.2",
         "algo.reference_every=100", "algo.lr=3e-4", "algo.anneal_lr=true", "algo.layers=1", "algo.width=32"]

@@ -51,7 +51,7 @@ def test_every_algorithm_is_a_registered_trainer_with_a_documented_config():
             assert config.update_steps(None) == config.steps_per_update == config.grad_steps
         elif name in ("grpo", *HOST):   # whole episodes: as many steps as the environment's longest
             spec = coplay.make(ENV_FOR[name]).spec
-            assert config.update_steps(spec) == config.num_envs * spec.max_steps
+            assert config.update_steps(spec) == config.episodes * spec.max_steps
         else:
             assert config.update_steps(None) == config.steps_per_update == config.num_envs * config.rollout_len
 
@@ -64,11 +64,12 @@ def test_per_env_fields_are_exactly_the_ones_with_an_environment_axis(name, spre
         state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))
         assert not any(jax.tree.leaves(env_axis_mask(state))) and trainer.num_envs == 1
         return
-    config = entry.config(num_envs=7, rollout_len=4)
+    if name == "grpo":   # its episodes, each of at most max_turns turns
+        config = entry.config(episodes=7, max_turns=4, group_size=7)
+    else:
+        config = entry.config(num_envs=7, rollout_len=4)
     if name in ("iql", "vdn", "qmix", "mo_qmix"):
         config = dataclasses.replace(config, learning_starts=0, buffer_size=700)
-    if name == "grpo":
-        config = dataclasses.replace(config, group_size=7)
     trainer = entry.factory(config, coplay.make(ENV_FOR[name]), num_updates=4)
     state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))     # shapes only: nothing runs
     mask = env_axis_mask(state)

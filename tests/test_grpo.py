@@ -37,7 +37,7 @@ class _Unkeyed(TextTreeGame):
 
 
 @pytest.mark.parametrize("overrides, words", [
-    (["algo.num_envs=60", "algo.group_size=8"], ["algo.group_size=8 must divide algo.num_envs=60", "num_envs=56"]),
+    (["algo.episodes=60", "algo.group_size=8"], ["algo.group_size=8 must divide algo.episodes=60", "episodes=56"]),
     (["algo.width=30", "algo.heads=4"], ["algo.heads=4 must divide algo.width=30"]),
     (["algo.minibatches=5"], ["algo.minibatches=5 must divide the turns of one update", "3 steps x 64 episodes"]),
     (["algo.estimator=gipgo"], ["gipgo", "gigpo", "grpo", "rae"]),
@@ -75,7 +75,7 @@ def test_grpo_refuses_an_environment_that_does_not_speak_naming_what_can():
 @pytest.mark.slow
 def test_a_scripted_bot_takes_the_other_seat_says_its_moves_and_is_never_trained():
     game = coplay.make("text:tic_tac_toe")
-    trainer = GRPO(Config(opponent="minimax", num_envs=16, group_size=2, layers=1), game, num_updates=1)
+    trainer = GRPO(Config(opponent="minimax", episodes=16, group_size=2, layers=1), game, num_updates=1)
     state = jit_once(trainer.init)(jax.random.PRNGKey(0))
     assert state.pool == {}                                             # no snapshots kept
     buf, alive, seats = jit_once(trainer._play)(state, jax.random.PRNGKey(1))
@@ -99,7 +99,7 @@ def test_a_scripted_bot_takes_the_other_seat_says_its_moves_and_is_never_trained
 @pytest.mark.slow
 def test_a_share_of_the_groups_plays_a_scripted_bot_and_the_rest_self_play():
     game = coplay.make("text:tic_tac_toe")
-    trainer = GRPO(Config(bot_share=0.5, bot="minimax", decoding="legal", num_envs=32, group_size=2, layers=1,
+    trainer = GRPO(Config(bot_share=0.5, bot="minimax", decoding="legal", episodes=32, group_size=2, layers=1,
                           width=16), game,
                    num_updates=1)
     buf, alive, seats = jit_once(trainer._play)(jit_once(trainer.init)(jax.random.PRNGKey(0)), jax.random.PRNGKey(1))
@@ -120,7 +120,7 @@ def test_a_share_of_the_groups_plays_a_scripted_bot_and_the_rest_self_play():
 @pytest.mark.slow
 def test_exploratory_moves_are_random_legal_moves_and_are_never_trained():
     game = coplay.make("text:tic_tac_toe")
-    trainer = GRPO(Config(explore=0.5, bot_share=0.5, num_envs=32, group_size=2, layers=1, width=16), game,
+    trainer = GRPO(Config(explore=0.5, bot_share=0.5, episodes=32, group_size=2, layers=1, width=16), game,
                    num_updates=1)
     buf, alive, seats = jit_once(trainer._play)(jit_once(trainer.init)(jax.random.PRNGKey(0)), jax.random.PRNGKey(1))
     seat, vs_bot = seats.seat, seats.vs_bot
@@ -143,7 +143,7 @@ def test_exploratory_moves_are_random_legal_moves_and_are_never_trained():
 
 @pytest.mark.slow
 def test_the_kl_reference_is_refreshed_to_the_current_policy_every_k_updates():
-    trainer = GRPO(Config(kl_coef=0.1, reference_every=2, decoding="legal", num_envs=16, group_size=4, layers=1,
+    trainer = GRPO(Config(kl_coef=0.1, reference_every=2, decoding="legal", episodes=16, group_size=4, layers=1,
                           width=16),
                    TextTreeGame("kuhn_poker"), num_updates=3)
     state = jit_once(trainer.init)(jax.random.PRNGKey(0))
@@ -159,7 +159,7 @@ def test_the_kl_reference_is_refreshed_to_the_current_policy_every_k_updates():
 
 def test_decoding_restricted_to_legal_moves_never_forfeits_in_training_or_evaluation():
     game = coplay.make("text:tic_tac_toe")
-    trainer = GRPO(Config(decoding="legal", bot_share=0.5, num_envs=16, group_size=2, layers=1, width=32), game,
+    trainer = GRPO(Config(decoding="legal", bot_share=0.5, episodes=16, group_size=2, layers=1, width=32), game,
                    num_updates=1)
     state = jit_once(trainer.init)(jax.random.PRNGKey(0))
     _, stats = jit_once(trainer.update)(state)
@@ -237,7 +237,7 @@ def test_kuhn_in_words_self_play_learns_to_speak_with_its_exploitability_scored_
     self-play often settles on a pure strategy, 0.333, on some machines within 20
     updates: BENCHMARKS.md's grpo_text section; the regularised configuration there is
     the one that goes lower.)"""
-    args = KUHN + ["algo.num_envs=32", "algo.group_size=8", "total_steps=9216", "chunk_steps=2304",
+    args = KUHN + ["algo.episodes=32", "algo.group_size=8", "total_steps=9216", "chunk_steps=2304",
                    "eval_every=1", "eval_episodes=16", f"out_dir={tmp_path}"]
     run = coplay.train(args)
     rows = list(csv.DictReader((run.run_dir / "metrics.csv").open()))
@@ -262,7 +262,7 @@ def test_kuhn_in_words_self_play_learns_to_speak_with_its_exploitability_scored_
 @pytest.mark.slow
 def test_a_pool_of_snapshots_one_model_per_seat_and_a_baseline_resume_exactly_and_eval_prints_dialogues(
         tmp_path, capsys):
-    args = KUHN + ["algo.num_envs=16", "algo.group_size=4", "algo.opponent=pfsp", "algo.snapshot_every=2",
+    args = KUHN + ["algo.episodes=16", "algo.group_size=4", "algo.opponent=pfsp", "algo.snapshot_every=2",
                    "algo.share_params=false", "algo.estimator=rae", "algo.kl_coef=0.05", "algo.width=32", "algo.layers=1",
                    "total_steps=384", "chunk_steps=192", "eval_episodes=4", f"out_dir={tmp_path}"]
     full = coplay.train(args + ["name=full"])
@@ -282,3 +282,16 @@ def test_a_pool_of_snapshots_one_model_per_seat_and_a_baseline_resume_exactly_an
     out = capsys.readouterr().out
     assert "dialogue 1:" in out and "player_0 reads: kuhn poker , you are player 0" in out
     assert "player_0 says:" in out and "end: player_0" in out and "exploitability:" in out
+
+
+def test_a_grpo_run_written_with_the_rollout_fields_names_loads_with_episodes_and_max_turns(tmp_path):
+    from coplay.experiment.config import Experiment, parse_overrides
+
+    exp = parse_overrides(KUHN + ["algo.episodes=24", "algo.max_turns=3"])
+    older = exp.to_yaml().replace("episodes: 24", "num_envs: 24").replace("max_turns: 3", "rollout_len: 3")
+    assert "num_envs: 24" in older and "rollout_len: 3" in older      # as older coplay wrote it
+    (tmp_path / "config.yaml").write_text(older)
+    loaded = Experiment.load(tmp_path / "config.yaml").algo_config
+    assert (loaded.episodes, loaded.max_turns) == (24, 3)
+    with pytest.raises(ConfigError, match="unknown config field of algo 'num_envs'"):
+        parse_overrides(KUHN + ["algo.num_envs=24"])

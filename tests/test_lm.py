@@ -99,7 +99,7 @@ def test_bad_input_is_refused_before_a_run_directory_exists(tmp_path, kuhn):
     out = tmp_path / "runs"
     cases = [
         (["algo.model=" + str(tmp_path / "missing")], "no such file or directory"),
-        (["algo.num_envs=10", "algo.group_size=4"], "algo.group_size=4 must divide algo.num_envs=10"),
+        (["algo.episodes=10", "algo.group_size=4"], "algo.group_size=4 must divide algo.episodes=10"),
         (["env=text:nim", "algo.max_new_tokens=2"], "algo.max_new_tokens=2 is too short"),
         (["env=spread"], "algorithm 'lm_grpo' cannot train on environment 'spread'"),
         (["algo.adapters=per_role", "env=text:gridworld"], "algo.adapters=per_role gives each role an adapter"),
@@ -131,7 +131,7 @@ def test_bad_input_is_refused_before_a_run_directory_exists(tmp_path, kuhn):
 @pytest.mark.slow
 def test_an_lm_grpo_run_resumes_exactly_scores_its_exploitability_and_plays_a_tournament(tmp_path):
     args = TINY + ["algo.decoding=choose_legal", "algo.adapters=per_role", "algo.estimator=rae", "algo.kl_coef=0.1",
-                   "algo.num_envs=8", "algo.group_size=4", "seeds=2", "total_steps=48", "chunk_steps=24",
+                   "algo.episodes=8", "algo.group_size=4", "seeds=2", "total_steps=48", "chunk_steps=24",
                    "eval_episodes=4", f"out_dir={tmp_path}"]
     whole = coplay.train(args + ["name=whole"])
     part = coplay.train(args + ["name=part"], stop_after_chunks=1)
@@ -175,18 +175,20 @@ def test_smollm2_scores_its_kuhn_play_and_finishes_a_short_self_play_run(kuhn, t
     # a short self-play run through `coplay train`: one update of two episodes from one deal, the model
     # in both seats, then its evaluation (two episodes and the exact exploitability)
     run = coplay.train(["algo=lm_grpo", "env=text:kuhn_poker", "algo.model=smollm2", "algo.decoding=choose_legal",
-                        "algo.num_envs=2", "algo.group_size=2", "seeds=1", "total_steps=6", "chunk_steps=6",
+                        "algo.episodes=2", "algo.group_size=2", "seeds=1", "total_steps=6", "chunk_steps=6",
                         "eval_episodes=2", "progress=false", "tensorboard=false", f"out_dir={tmp_path}"])
     assert run.summary["updates_per_seed"] == 1 and run.summary["final"]["invalid"]["iqm"] == 0.0
     assert 0.0 < run.summary["final"]["exploitability"]["iqm"] <= 2.0
 
 
-def test_a_run_written_with_the_old_decoding_name_loads_and_the_command_line_takes_only_the_new(tmp_path):
+def test_a_run_written_with_the_old_decoding_and_episode_names_loads_and_the_command_line_takes_only_the_new(tmp_path):
     from coplay.experiment.config import Experiment, parse_overrides
 
-    exp = parse_overrides(TINY + ["algo.decoding=choose_legal"])
-    (tmp_path / "config.yaml").write_text(exp.to_yaml().replace("choose_legal", "legal"))   # as older coplay wrote it
-    assert "decoding: legal" in (tmp_path / "config.yaml").read_text()
-    assert Experiment.load(tmp_path / "config.yaml").algo_config.decoding == "choose_legal"
+    exp = parse_overrides(TINY + ["algo.decoding=choose_legal", "algo.episodes=12"])
+    older = exp.to_yaml().replace("choose_legal", "legal").replace("episodes: 12", "num_envs: 12")
+    (tmp_path / "config.yaml").write_text(older)   # as older coplay wrote it
+    assert "decoding: legal" in older and "num_envs: 12" in older
+    loaded = Experiment.load(tmp_path / "config.yaml").algo_config
+    assert loaded.decoding == "choose_legal" and loaded.episodes == 12
     with pytest.raises(ConfigError, match="free, choose_legal"):
         parse_overrides(TINY + ["algo.decoding=legal"])   # grpo's legal writes legal moves token by token

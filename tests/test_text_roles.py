@@ -273,7 +273,7 @@ def test_grpo_trains_on_the_three_roles():
     from coplay.algos.grpo import GRPO, Config
 
     env = coplay.make("text:arithmetic_roles", operators="plus", max_operand=2, attempts=2, invalid="random")
-    trainer = GRPO(Config(num_envs=8, group_size=4, width=16, layers=1, heads=1, estimator="dr_mas"), env, 2)
+    trainer = GRPO(Config(episodes=8, group_size=4, width=16, layers=1, heads=1, estimator="dr_mas"), env, 2)
     state = jit_once(trainer.init)(KEY)
     after, metrics = jax.jit(lambda s: jax.lax.scan(lambda c, _: trainer.update(c), s, None, length=2))(state)
     assert metrics["turns_per_episode"].tolist() == [4.0, 4.0]          # invalid="random": every episode is played out

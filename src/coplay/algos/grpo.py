@@ -1,7 +1,7 @@
 """Group-relative policy optimisation for agents that speak (`algo=grpo`).
 
 A token-level policy (`coplay.nets.token_policy`) reads each agent's view of a
-text environment and writes its utterance; one update plays `num_envs`
+text environment and writes its utterance; one update plays `episodes`
 episodes to their end, in groups of `group_size` that start from the same
 state (the same deal, the same problem: one reset key per group) and differ
 only in their sampling keys, scores every turn with a group-relative
@@ -53,7 +53,7 @@ an utterance's `<end>` carry no weight anywhere.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import jax
 import jax.numpy as jnp
@@ -90,13 +90,15 @@ from coplay.envs.text.vocab import PAD, spoken
 from coplay.nets.token_policy import Speakers, TokenPolicy, scripted
 from coplay.wrappers import EpisodeStats
 
-ALPHABETS = ("speech", "all")
-DECODINGS = ("free", "moves", "legal")
+Alphabet = Literal["speech", "all"]
+Decoding = Literal["free", "moves", "legal"]      # token by token: any tokens, any move, a legal move
+ALPHABETS: tuple[str, ...] = get_args(Alphabet)
+DECODINGS: tuple[str, ...] = get_args(Decoding)
 
 
 @dataclass(frozen=True)
 class Config(GroupRLConfig, ArenaConfig):
-    rollout_len: int = param(0, "the most steps an episode may take (one still running then is cut and scored "
+    max_turns: int = param(0, "the most steps an episode may take (one still running then is cut and scored "
                                 "by the rewards it has had); 0: the environment's max_steps", min=0)
     ent_coef: float = param(0.0, "per-token entropy bonus weight", min=0.0)
     entropy_reward: float = param(0.0, "tau: each utterance y adds -tau log pi(y) to its speaker's reward "
@@ -106,10 +108,10 @@ class Config(GroupRLConfig, ArenaConfig):
                                        "(R-Zero's repetition penalty: keeps a proposer's problems varied)", min=0.0)
     repeat_agents: str = param("all", "the agents (indices, comma-separated, e.g. 0 for text:arithmetic_roles' "
                                       "proposer) whose utterances repeat_penalty counts; all: every agent")
-    alphabet: str = param("speech", "tokens the policy may write: speech (the environment's own words and <end>; "
+    alphabet: Alphabet = param("speech", "tokens the policy may write: speech (the environment's own words and <end>; "
                                     "which of them, in what order and where to stop is still learned) or all "
                                     "(the whole vocabulary)", choices=ALPHABETS)
-    decoding: str = param("free", "which utterances the policy may write: free (any tokens of its alphabet: the "
+    decoding: Decoding = param("free", "which utterances the policy may write: free (any tokens of its alphabet: the "
                                   "format is learned), moves (only the environment's moves, written as it reads "
                                   "them) or legal (only the moves legal now, the environment's move_mask)",
                           choices=DECODINGS)
@@ -120,7 +122,7 @@ class Config(GroupRLConfig, ArenaConfig):
 
     def horizon(self, spec: EnvSpec) -> int:
         """The most steps one episode of an update may take."""
-        return self.rollout_len or spec.max_steps
+        return self.max_turns or spec.max_steps
 
 
 @struct.dataclass
@@ -157,10 +159,10 @@ class GRPO(Trainer[Config]):
         self.horizon = c.horizon(spec)
         self.turn_based = spec.turn_based and n > 1
         self.slots = 1 if self.turn_based else n        # utterances written per step
-        samples = self.horizon * c.num_envs * self.slots
+        samples = self.horizon * c.episodes * self.slots
         if samples % c.minibatches:
             raise ConfigError(f"algo.minibatches={c.minibatches} must divide the turns of one update "
-                              f"({self.horizon} steps x {c.num_envs} episodes x {self.slots} = {samples})")
+                              f"({self.horizon} steps x {c.episodes} episodes x {self.slots} = {samples})")
         self.env: TextEnv = env
         self.num_agents = n
         self.view_len = int(spec.obs_space.shape[-1])
@@ -174,6 +176,11 @@ class GRPO(Trainer[Config]):
         self.num_moves = len(env.move_texts)
         self.optimizer = ppo.adam(c, num_updates)
         self.estimator_options = c.estimator_options()
+
+    @property
+    def num_envs(self) -> int:
+        """The update's episodes, played side by side."""
+        return int(self.config.episodes)
 
     # ----- the model ----------------------------------------------------------------------------
     def _legal(self, env_state: Any, agents: jax.Array) -> jax.Array | None:
@@ -235,10 +242,10 @@ class GRPO(Trainer[Config]):
 
     # ----- one update -------------------------------------------------------------------------------
     def _play(self, state: TrainState, key: jax.Array):
-        """Play `num_envs` episodes in groups; returns per-step buffers [H, E, ...], whether
+        """Play `episodes` episodes in groups; returns per-step buffers [H, E, ...], whether
         each episode is still running [E], and who sat where (`arena.Seats`)."""
         c, n, h, k_slots = self.config, self.num_agents, self.horizon, self.slots
-        e, groups = c.num_envs, c.num_envs // c.group_size
+        e, groups = c.episodes, c.episodes // c.group_size
         k_reset, k_seat, k_opp, k_run = jax.random.split(key, 4)
         starts = jnp.repeat(jax.random.split(k_reset, groups), c.group_size, axis=0)
         env_state, ts = jax.vmap(self.env.reset)(starts)
@@ -313,7 +320,7 @@ class GRPO(Trainer[Config]):
     def _advantages(self, buf: dict, state: TrainState) -> tuple[jax.Array, jax.Array]:
         """Per-turn advantages [H, E, N] from the update's episodes, and the new baseline."""
         c = self.config
-        e = c.num_envs
+        e = c.episodes
         reward = buf["reward"] + c.entropy_reward * buf["surprise"]
         if c.repeat_penalty > 0:
             reward = reward - c.repeat_penalty * self._repeats(buf)
@@ -387,7 +394,7 @@ class GRPO(Trainer[Config]):
         metrics.update({
             "invalid": jnp.sum(buf["invalid"] & buf["acted"]) / turns,
             "utterance_length": jnp.sum(said) / turns,
-            "turns_per_episode": jnp.sum(buf["acted"]) / self.config.num_envs,
+            "turns_per_episode": jnp.sum(buf["acted"]) / self.config.episodes,
             "finished": jnp.mean(~alive),
             "zero_advantage": jnp.sum(learner & (batch["adv"] == 0)) / turns,
         })

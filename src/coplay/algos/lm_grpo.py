@@ -7,7 +7,7 @@ episodes), the advantages are the same estimators
 `transformers` causal LM (`coplay.lm.models`) playing through its chat template
 (`coplay.lm.policy.LMPlayer`), trained with `peft`'s LoRA adapters in PyTorch.
 
-One update, for each seed: `num_envs` episodes in groups of `group_size` that
+One update, for each seed: `episodes` episodes in groups of `group_size` that
 start from the same state (one reset key per group) and differ in their
 sampling; every seat is played by the model (self-play: one model, every role).
 Each reply is scored by the estimator from the episode's rewards, and the
@@ -42,7 +42,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import jax
 import jax.numpy as jnp
@@ -61,16 +61,17 @@ from coplay.envs.text.tree_games import TextTreeGame
 from coplay.envs.text.vocab import VOCAB
 from coplay.lm.acting import lm_policy
 from coplay.lm.models import LoadedModel, load_model, require_llm
-from coplay.lm.policy import DECODINGS, LMPlayer, Reply
+from coplay.lm.policy import DECODINGS, Decoding, LMPlayer, Reply
 from coplay.lm.token_loss import clipped_token_loss, token_mean
 
-ADAPTERS = ("shared", "per_role")
+Adapters = Literal["shared", "per_role"]
+ADAPTERS: tuple[str, ...] = get_args(Adapters)
 CAPABILITIES = Capabilities(discrete_actions=False, utterances=True, turn_based=True)
 
 
 @dataclass(frozen=True)
 class Config(GroupRLConfig):
-    num_envs: int = param_default(GroupRLConfig, "num_envs", 16)
+    episodes: int = param_default(GroupRLConfig, "episodes", 16)
     group_size: int = param_default(GroupRLConfig, "group_size", 4)
     lr: float = param_default(GroupRLConfig, "lr", 1e-4)
     epochs: int = param_default(GroupRLConfig, "epochs", 1)
@@ -78,12 +79,12 @@ class Config(GroupRLConfig):
                                   "fetch-smollm2`), tiny (a 2-layer Llama with random weights), a directory saved "
                                   "by transformers, a .gguf file, or a model id of a hub you can reach")
     model_seed: int = param(0, "algo.model=tiny: the seed of its random weights", min=0)
-    adapters: str = param("shared", "shared: one LoRA adapter plays every role; per_role: one adapter per role on "
+    adapters: Adapters = param("shared", "shared: one LoRA adapter plays every role; per_role: one adapter per role on "
                                     "the one frozen base model", choices=ADAPTERS)
     lora_rank: int = param(8, "LoRA rank", min=1)
     lora_alpha: int = param(16, "LoRA scale numerator (the update is scaled by alpha / rank)", min=1)
     max_new_tokens: int = param(8, "the most tokens of one reply", min=1)
-    decoding: str = param("free", "free: any reply, parsed by the environment (the format is learned); "
+    decoding: Decoding = param("free", "free: any reply, parsed by the environment (the format is learned); "
                                   "choose_legal: one of the legal moves, chosen by the model's probability of each "
                                   "move's whole reply (algo=grpo's legal writes legal moves token by token)",
                           choices=DECODINGS)
@@ -334,7 +335,7 @@ class LMGRPO(HostTrainer[Config]):
         for name in self.adapter_names[seed]:
             for group in self.optimizers[name].param_groups:
                 group["lr"] = lr
-        played = self.play(seed, number, c.num_envs, c.group_size)
+        played = self.play(seed, number, c.episodes, c.group_size)
         turns = played.turns
         adv_all = self.advantages(seed, played)
         adv = np.asarray([adv_all[e, t, a] for e, t, a in zip(turns.episode, turns.step, turns.agent)])

@@ -81,6 +81,8 @@ def coerce_value(where: str, value: Any, typ: Any) -> Any:
         if value is None:
             return None
         typ = args[0]
+    if typing.get_origin(typ) is typing.Literal:   # a closed set of names: the `choices` check says which
+        typ = type(typing.get_args(typ)[0])
     if isinstance(value, str) and typ is not str:
         value = parse_scalar(value)
     if typ is bool:

@@ -107,21 +107,30 @@ LEGACY_ALGO_FIELDS: dict[tuple[str, str], dict[Any, str | None]] = {
 }
 
 
-# Algorithm values that older coplay versions wrote to config.yaml under a name that now
-# means something else or nothing: (algo, field) -> {old value: today's}. Only a stored
-# config (a run's config.yaml, a checkpoint's) is read through it; a command line is not.
+# Algorithm fields and values that older coplay versions wrote to config.yaml under names
+# that now mean something else or nothing: (algo, field) -> today's field, and
+# (algo, field) -> {old value: today's}. Only a stored config (a run's config.yaml, a
+# checkpoint's) is read through them; a command line takes today's names only.
+RENAMED_ALGO_FIELDS: dict[tuple[str, str], str] = {
+    ("grpo", "num_envs"): "episodes",
+    ("grpo", "rollout_len"): "max_turns",
+    ("lm_grpo", "num_envs"): "episodes",
+}
 RENAMED_ALGO_VALUES: dict[tuple[str, str], dict[Any, Any]] = {
     ("lm_grpo", "decoding"): {"legal": "choose_legal"},
 }
 
 
 def upgrade_stored(d: Mapping[str, Any]) -> dict:
-    """A stored config dict with the values older coplay versions wrote under other names
-    renamed (`RENAMED_ALGO_VALUES`)."""
+    """A stored config dict with the fields and values older coplay versions wrote under
+    other names renamed (`RENAMED_ALGO_FIELDS`, `RENAMED_ALGO_VALUES`)."""
     d = dict(d)
     algo = d.get("algo")
     if isinstance(algo, Mapping):
         algo = dict(algo)
+        for (name, old), new in RENAMED_ALGO_FIELDS.items():
+            if algo.get("name") == name and old in algo and new not in algo:
+                algo[new] = algo.pop(old)
         for (name, key), renamed in RENAMED_ALGO_VALUES.items():
             value = algo.get(key)
             if algo.get("name") == name and isinstance(value, str) and value in renamed:

@@ -30,7 +30,7 @@ import contextlib
 import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -40,7 +40,8 @@ from coplay.envs.text.vocab import END, PAD, UNK, VOCAB
 from coplay.lm import prompts
 from coplay.lm.models import LoadedModel
 
-DECODINGS = ("free", "choose_legal")
+Decoding = Literal["free", "choose_legal"]     # any reply, or a choice among the legal moves
+DECODINGS: tuple[str, ...] = get_args(Decoding)
 _STRIP = "\"'`*[]()<>"
 
 

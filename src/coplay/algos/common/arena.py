@@ -30,14 +30,14 @@ plays); arrays with the agents on an axis are read at a seat with `seat_row` /
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from coplay.algos.common import opponent_pool
-from coplay.algos.common.bots import BOTS, make_bot
+from coplay.algos.common.bots import BOTS, Bot, make_bot
 from coplay.algos.common.matches import outcomes
 from coplay.algos.common.opponent_pool import Pool
 from coplay.core.config import param
@@ -47,8 +47,10 @@ from coplay.core.policy import Policy
 from coplay.envs.text.games import TextGame
 from coplay.nets.token_policy import Speakers, Utterance, scripted
 
-POOL_OPPONENTS = ("latest", "uniform", "pfsp")
-OPPONENTS = ("self", *POOL_OPPONENTS, *BOTS)
+PoolOpponent = Literal["latest", "uniform", "pfsp"]
+Opponent = Literal["self", PoolOpponent, Bot]
+POOL_OPPONENTS: tuple[str, ...] = get_args(PoolOpponent)
+OPPONENTS: tuple[str, ...] = ("self", *POOL_OPPONENTS, *get_args(Bot))
 
 
 @dataclass(frozen=True)
@@ -66,14 +68,14 @@ class PoolConfig:
 class ArenaConfig(PoolConfig):
     """Who plays the other seats of a group-RL learner's games (see the module's doc)."""
 
-    opponent: str = param("self", "who plays the other seats: self (the learner, every seat learns), a "
+    opponent: Opponent = param("self", "who plays the other seats: self (the learner, every seat learns), a "
                                   "snapshot from the pool drawn latest, uniform or by pfsp, or a scripted bot "
                                   "(random, minimax) playing the game under a text game's words (the learner "
                                   "takes one seat per group)", choices=OPPONENTS)
     bot_share: float = param(0.0, "share of the groups in which a scripted bot (algo.bot) takes every seat but "
                                   "the learner's (one seat per group, drawn); the other groups are played as "
                                   "algo.opponent says. Needs a text game", min=0.0, max=1.0)
-    bot: str = param("random", "the scripted bot of the bot_share groups", choices=tuple(BOTS))
+    bot: Bot = param("random", "the scripted bot of the bot_share groups", choices=tuple(BOTS))
     explore: float = param(0.0, "epsilon: each learner turn outside the bot groups is, with this probability, "
                                 "a uniformly random legal move instead of the policy's, and is not trained", min=0.0,
                            max=1.0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
+from typing import Literal, get_args
 
 import jax.numpy as jnp
 import numpy as np
@@ -93,10 +94,12 @@ def tic_tac_toe_minimax(env: Env) -> Policy:
 
 
 # Scripted players by name, for `coplay tournament`: name -> (builder, description).
+Bot = Literal["random", "minimax"]
 BOTS: dict[str, tuple[Callable[[Env], Policy], str]] = {
     "random": (random_policy, "uniformly random legal moves (any game)"),
     "minimax": (tic_tac_toe_minimax, "perfect play, random among optimal moves (tic-tac-toe)"),
 }
+assert tuple(BOTS) == get_args(Bot), "every bot is named in the closed set Bot"
 
 
 def make_bot(name: str, env: Env) -> Policy:

@@ -18,7 +18,7 @@ from typing import Any
 
 from coplay.algos.base import TrainerConfig
 from coplay.algos.common.group_advantages import ESTIMATORS, estimator
-from coplay.algos.common.token_loss import TOKEN_NORMS
+from coplay.algos.common.token_loss import TOKEN_NORMS, TokenNorm
 from coplay.core.config import param
 from coplay.core.errors import ConfigError
 from coplay.core.types import EnvSpec
@@ -30,7 +30,7 @@ class GroupRLConfig(TrainerConfig):
     """The group-RL family's fields; a trainer adds its own (its model, its decoding)
     and may give these other defaults (`coplay.core.config.param_default`)."""
 
-    num_envs: int = param(64, "episodes per update: num_envs / group_size groups of group_size episodes", min=1)
+    episodes: int = param(64, "episodes per update: episodes / group_size groups of group_size episodes", min=1)
     group_size: int = param(8, "episodes per group: a group's episodes start from the same state (the same deal, "
                                "the same problem) with different sampling keys", min=1)
     estimator: str = param("grpo", "the advantage estimator (coplay.algos.common.group_advantages)",
@@ -46,7 +46,7 @@ class GroupRLConfig(TrainerConfig):
     clip_eps: float = param(0.2, "PPO ratio clip, per token", min=0.0, min_exclusive=True)
     max_grad_norm: float = param(1.0, "gradient-norm clip (global; per adapter for a language model)", min=0.0,
                                  min_exclusive=True)
-    token_norm: str = param("sequence", "how token terms are averaged: sequence (per utterance, then over "
+    token_norm: TokenNorm = param("sequence", "how token terms are averaged: sequence (per utterance, then over "
                                         "utterances: GRPO), token (over all tokens: DAPO), constant (token sum / "
                                         "the most tokens of an utterance: Dr. GRPO)", choices=TOKEN_NORMS)
     kl_coef: float = param(0.0, "weight of the per-token KL to the reference policy (k3 estimator); 0: none",
@@ -61,9 +61,9 @@ class GroupRLConfig(TrainerConfig):
         return spec.max_steps
 
     def update_steps(self, spec: EnvSpec) -> int:
-        """Steps reserved per update: `horizon` steps for each of the `num_envs` episodes
+        """Steps reserved per update: `horizon` steps for each of the `episodes` episodes
         (episodes that end sooner stop early; the budget counts their full reservation)."""
-        return self.num_envs * self.horizon(spec)
+        return self.episodes * self.horizon(spec)
 
     @property
     def steps_per_update(self) -> int:
@@ -84,9 +84,9 @@ def check_group_rl(config: GroupRLConfig, env: Any, trainer: str) -> None:
     if not isinstance(env, TextEnv):
         raise ConfigError(f"{trainer} trains on text environments (coplay.envs.text.TextEnv), and {spec.name!r} is "
                           f"a {type(env).__name__}")
-    if c.num_envs % c.group_size:
-        raise ConfigError(f"algo.group_size={c.group_size} must divide algo.num_envs={c.num_envs} (the episodes "
-                          f"of one update), e.g. algo.num_envs={c.group_size * max(1, c.num_envs // c.group_size)}")
+    if c.episodes % c.group_size:
+        raise ConfigError(f"algo.group_size={c.group_size} must divide algo.episodes={c.episodes} (the episodes "
+                          f"of one update), e.g. algo.episodes={c.group_size * max(1, c.episodes // c.group_size)}")
     if estimator(c.estimator).needs_state and not env.views_are_states:
         raise ConfigError(f"algo.estimator={c.estimator} groups turns by the state they were taken in, and "
                           f"{spec.name!r} gives no state keys (its views are not its states: "

@@ -7,7 +7,7 @@ from a dataset)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast, get_args
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +16,8 @@ from coplay.algos.common.q_learning import Mix
 from coplay.core.config import param
 from coplay.nets.mixers import MonotonicMixer
 
-MIXERS = ("qmix", "vdn")
+Mixer = Literal["qmix", "vdn"]
+MIXERS: tuple[str, ...] = get_args(Mixer)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from flax import struct
 
 from coplay.algos.base import TrainerConfig
 from coplay.algos.common import q_learning as ql
-from coplay.algos.common.mixing import MIXERS, MixerConfig
+from coplay.algos.common.mixing import MIXERS, Mixer, MixerConfig
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
@@ -171,7 +171,7 @@ def read_dataset(config: OfflineConfig, env: Env) -> Dataset:
 class OfflineTeamConfig(MixerConfig, OfflineQConfig):
     """An offline learner of a team value: the mixer and its fields."""
 
-    mixer: str = param("qmix", "how the agents' values make the team's: QMIX's monotonic mixer on the global "
+    mixer: Mixer = param("qmix", "how the agents' values make the team's: QMIX's monotonic mixer on the global "
                                "state, or VDN's sum", choices=MIXERS)
 
 
