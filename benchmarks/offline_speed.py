@@ -20,8 +20,9 @@ Rows: `iql_cql` (independent Q-learning with CQL on each agent's actions) and
 `cfcql` (a QMIX team value with the counterfactual penalty, uniform weights).
 The dataset: random play on spread (3 agents), `--episodes` episodes, recorded
 by coplay and read by both. coplay: one seed, and 10 seeds vmapped (their
-gradient steps summed, `--steps` / 10 each); compile time reported apart and
-not counted. PyTorch:
+gradient steps summed, `--steps` / 10 each), one chunk of a run long enough
+to be compiled as training runs are; compile time reported apart and not
+counted. PyTorch:
 `torch.set_num_threads` = the machine's cores; the first 20 steps are not timed.
 Results go to benchmarks/results/offline_speed.json and BENCHMARKS.md.
 """
@@ -45,8 +46,8 @@ from torch import nn  # noqa: E402
 from train_throughput import machine  # noqa: E402
 
 import coplay  # noqa: E402
+from coplay.experiment.compiled import FEW_UPDATES, chunk_function, init_state, plan  # noqa: E402
 from coplay.experiment.config import parse_overrides  # noqa: E402
-from coplay.experiment.compiled import chunk_function, init_state, plan  # noqa: E402
 from coplay.offline import load, random_policy, record, save  # noqa: E402
 
 WINDOW, BATCH, HIDDEN, LR, GAMMA, TARGET_EVERY, CLIP, ALPHA = 20, 64, 64, 3e-4, 0.99, 200, 10.0, 1.0
@@ -204,11 +205,15 @@ def time_torch(algo: str, net: str, arrays: dict, steps: int) -> float:
 # ----- the coplay side ---------------------------------------------------------------------------------------
 
 def time_coplay(algo: str, net: str, dataset: Path, steps: int, seeds: int) -> tuple[float, float]:
-    """(gradient steps per second over all seeds, compile seconds)."""
+    """(gradient steps per second over all seeds, compile seconds). The timed chunk of `steps` is one of a
+    run longer than `compiled.FEW_UPDATES` updates: a run of only the timed updates would have its chunk
+    compiled as a smoke test's, without machine-code optimisation (`coplay.core.compile`), 2-3x slower
+    than any training run's."""
     exp = parse_overrides([f"algo={algo}", "env=spread", f"algo.dataset={dataset}", f"seeds={seeds}",
-                           f"total_steps={steps}", f"chunk_steps={steps}", "algo.grad_steps=100", "progress=false",
-                           "tensorboard=false", *SHARED, *NETS[net]])
+                           f"total_steps={steps * (FEW_UPDATES + 1)}", f"chunk_steps={steps}",
+                           "algo.grad_steps=100", "progress=false", "tensorboard=false", *SHARED, *NETS[net]])
     p = plan(exp)
+    assert p.num_chunks * p.updates_per_chunk > FEW_UPDATES
     state = init_state(p)
     t0 = time.perf_counter()
     chunk = chunk_function(p).lower(state).compile()
