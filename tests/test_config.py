@@ -51,6 +51,8 @@ def test_unknown_names_list_valid_choices(args, words):
     (["name=a/b"], ["name='a/b'", "without '/'"]),
     (["out_dir="], ["out_dir=''", "name a directory"]),
     (["seeds=1e10"], ["seeds=10000000000", "<= 100000"]),
+    (["logger=mlflow"], ["logger='mlflow'", "'mlflow' is not a logger", "csv, tensorboard, wandb"]),
+    (["logger=csv+wandb"], ["csv means metrics.csv alone"]),
 ])
 def test_bad_values_are_refused(args, words):
     with pytest.raises(ConfigError) as e:
@@ -101,3 +103,21 @@ def test_environment_arguments_are_typed_and_one_that_takes_none_says_so():
     with pytest.raises(ConfigError, match="environment names are strings, got int 3"):
         coplay.make(3)
     assert coplay.make("spread", n_agents="2").spec.num_agents == 2  # text is read as the parameter's type
+
+
+def test_loggers_join_and_a_stored_tensorboard_switch_still_loads(tmp_path):
+    assert parse_overrides(["logger=tensorboard+wandb"]).run.logger == "tensorboard+wandb"
+    for old, new in (("false", "csv"), ("true", "tensorboard")):
+        (tmp_path / "config.yaml").write_text(f"algo:\n  name: ippo\nenv:\n  name: matrix\ntensorboard: {old}\n")
+        assert Experiment.load(tmp_path / "config.yaml").run.logger == new
+
+
+def test_an_algorithm_starts_from_its_settings_for_an_environment_its_defaults_do_not_learn():
+    kuhn = parse_overrides(["algo=grpo", "env=text:kuhn_poker"]).algo_config
+    assert (kuhn.decoding, kuhn.estimator, kuhn.kl_coef, kuhn.width) == ("legal", "dr_grpo", 0.2, 32)
+    mine = parse_overrides(["algo=grpo", "env=text:kuhn_poker", "algo.width=64", "algo.decoding=free"]).algo_config
+    assert (mine.width, mine.decoding, mine.kl_coef) == (64, "free", 0.2)     # what the user sets wins
+    assert parse_overrides(["algo=grpo", "env=text:nim"]).algo_config.decoding == "free"   # elsewhere: defaults
+    stored = Experiment.from_dict({"algo": parse_overrides(["algo=grpo"]).to_dict()["algo"],
+                                   "env": {"name": "text:kuhn_poker"}})
+    assert stored.algo_config.decoding == "free"     # a config that names every field keeps them all

@@ -29,7 +29,7 @@ from coplay.experiment.evaluate import record_dialogue
 from coplay.experiment.compiled import plan
 from coplay.experiment.tournament import run_tournament
 
-KUHN = ["algo=grpo", "env=text:kuhn_poker", "seeds=1", "progress=false", "tensorboard=false"]
+KUHN = ["algo=grpo", "env=text:kuhn_poker", "seeds=1", "progress=false", "logger=csv"]
 
 
 class _Unkeyed(TextTreeGame):

@@ -150,7 +150,7 @@ def test_ppo_learns_cartpole_through_the_bridge(tmp_path):
     result = coplay.train(["algo=ippo", "env=gym:CartPole-v1", "seeds=2", "total_steps=50000",
                            "chunk_steps=25000", "algo.gamma=0.99", "algo.num_envs=16", "algo.rollout_len=128",
                            "algo.lr=1e-3", "algo.minibatches=4", "eval_episodes=16", "eval_every=0",
-                           "progress=false", "tensorboard=false", f"out_dir={tmp_path}"])
+                           "progress=false", "logger=csv", f"out_dir={tmp_path}"])
     per_seed = np.array(result.final_return["per_seed"])
     assert np.all(per_seed > 150), per_seed
 
@@ -161,7 +161,7 @@ def test_a_run_on_a_host_environment_resumes_from_its_checkpoint(tmp_path):
     # first step after resuming ends each old one as truncated); parameters,
     # optimiser state and counters come back from the checkpoint.
     small = ["algo=ippo", "env=gym:CartPole-v1", "seeds=2", "total_steps=1536", "chunk_steps=512",
-             "algo.num_envs=4", "algo.rollout_len=64", "eval_episodes=2", "progress=false", "tensorboard=false",
+             "algo.num_envs=4", "algo.rollout_len=64", "eval_episodes=2", "progress=false", "logger=csv",
              f"out_dir={tmp_path}", "name=run"]
     first = coplay.train(small, stop_after_chunks=1)
     assert first.interrupted

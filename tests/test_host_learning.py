@@ -24,7 +24,7 @@ from coplay.experiment.runner import uniform_policy_return
 pytest.importorskip("pettingzoo")
 pytest.importorskip("mpe2")
 
-COMMON = ["progress=false", "tensorboard=false", "eval_every=0"]
+COMMON = ["progress=false", "logger=csv", "eval_every=0"]
 
 
 @pytest.mark.slow

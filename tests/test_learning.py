@@ -12,7 +12,7 @@ from coplay.experiment.config import parse_overrides
 from coplay.experiment.compiled import plan
 from coplay.experiment.runner import uniform_policy_return
 
-COMMON = ["seeds=2", "progress=false", "tensorboard=false", "eval_episodes=64", "eval_every=0"]
+COMMON = ["seeds=2", "progress=false", "logger=csv", "eval_episodes=64", "eval_every=0"]
 
 
 def _train(tmp_path, overrides):
@@ -78,7 +78,7 @@ def test_continuous_ppo_trains_and_acts_in_bounds(tmp_path):
     see the issue note for the returns measured so far."""
     result = coplay.train(["algo=mappo", "env=spread", "env.continuous_actions=true", "total_steps=3200",
                            "chunk_steps=1600", "seeds=1", "algo.num_envs=16", "algo.rollout_len=25",
-                           "progress=false", "tensorboard=false", "eval_episodes=4", f"out_dir={tmp_path}"])
+                           "progress=false", "logger=csv", "eval_episodes=4", f"out_dir={tmp_path}"])
     assert np.isfinite(result.final_return["iqm"])
     p = plan(parse_overrides(["algo=mappo", "env=spread", "env.continuous_actions=true"]))
     policy = p.trainer.policy()

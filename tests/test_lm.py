@@ -26,7 +26,7 @@ from coplay.lm.models import LoadedModel, load_model, smollm2_path, tiny_model  
 from coplay.lm.policy import LMPlayer, utterance  # noqa: E402
 
 KUHN_VIEW = "kuhn poker , you are player 0 , your card : king , actions : none , your move"
-TINY = ["algo=lm_grpo", "env=text:kuhn_poker", "algo.model=tiny", "progress=false", "tensorboard=false"]
+TINY = ["algo=lm_grpo", "env=text:kuhn_poker", "algo.model=tiny", "progress=false", "logger=csv"]
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +176,7 @@ def test_smollm2_scores_its_kuhn_play_and_finishes_a_short_self_play_run(kuhn, t
     # in both seats, then its evaluation (two episodes and the exact exploitability)
     run = coplay.train(["algo=lm_grpo", "env=text:kuhn_poker", "algo.model=smollm2", "algo.decoding=choose_legal",
                         "algo.episodes=2", "algo.group_size=2", "seeds=1", "total_steps=6", "chunk_steps=6",
-                        "eval_episodes=2", "progress=false", "tensorboard=false", f"out_dir={tmp_path}"])
+                        "eval_episodes=2", "progress=false", "logger=csv", f"out_dir={tmp_path}"])
     assert run.summary["updates_per_seed"] == 1 and run.summary["final"]["invalid"]["iqm"] == 0.0
     assert 0.0 < run.summary["final"]["exploitability"]["iqm"] <= 2.0
 

@@ -27,7 +27,7 @@ def sweep(tmp_path_factory):
     return coplay.train(["algo=mo_ppo", "env=treasure", f"algo.weights={WEIGHTS}", "seeds=2", "total_steps=59392",
                          "chunk_steps=30000", "algo.num_envs=32", "algo.rollout_len=16",
                          "algo.ent_coef=0.05", "algo.greedy_eval=true", "eval_episodes=4", f"out_dir={out}",
-                         "progress=false", "tensorboard=false"])
+                         "progress=false", "logger=csv"])
 
 
 def test_one_run_of_five_weights_finds_most_of_the_true_front_on_every_seed(sweep):
@@ -100,7 +100,7 @@ def test_chebyshev_utility_reaches_a_point_of_a_concave_front_that_no_linear_wei
     run = coplay.train(["algo=mo_ppo", "env=treasure", "env.values=concave", "algo.utility=chebyshev",
                         "algo.weights=5", "seeds=2", "total_steps=10240", "chunk_steps=10240", "algo.num_envs=8",
                         "algo.rollout_len=16", "algo.ent_coef=0.05", "algo.greedy_eval=true", "eval_episodes=2",
-                        f"out_dir={tmp_path}", "progress=false", "tensorboard=false"])
+                        f"out_dir={tmp_path}", "progress=false", "logger=csv"])
     front = run.summary["front"]
     assert front["true_hypervolume"] == 65.0
     for seed_front in front["per_seed"]:

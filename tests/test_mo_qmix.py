@@ -33,7 +33,7 @@ def mixed(tmp_path_factory):
     """One network, 2 seeds, 39,936 environment steps each, played at 5 weights."""
     out = tmp_path_factory.mktemp("mo_qmix")
     return coplay.train(["algo=mo_qmix", "env=treasure", "algo.weights=5", "seeds=2", "total_steps=39936",
-                         "eval_episodes=4", f"out_dir={out}", "progress=false", "tensorboard=false"])
+                         "eval_episodes=4", f"out_dir={out}", "progress=false", "logger=csv"])
 
 
 def test_one_conditioned_q_network_finds_most_of_the_true_front_on_every_seed(mixed):

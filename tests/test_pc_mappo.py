@@ -105,7 +105,7 @@ def conditioned(tmp_path_factory):
     out = tmp_path_factory.mktemp("pc_mappo")
     return coplay.train(["algo=pc_mappo", "env=treasure", "algo.weights=5", "seeds=2", "total_steps=32768",
                          "algo.num_envs=32", "algo.rollout_len=16", "algo.ent_coef=0.05", "algo.greedy_eval=true",
-                         "eval_episodes=4", f"out_dir={out}", "progress=false", "tensorboard=false"])
+                         "eval_episodes=4", f"out_dir={out}", "progress=false", "logger=csv"])
 
 
 def test_one_conditioned_policy_finds_most_of_the_true_front_on_every_seed(conditioned):
@@ -116,6 +116,27 @@ def test_one_conditioned_policy_finds_most_of_the_true_front_on_every_seed(condi
     for seed_front in front["per_seed"]:
         assert [2.0, -2.0] in seed_front and [10.0, -3.0] in seed_front
     assert conditioned.summary["return_convention"].startswith("episode utility w . R under the weight")
+
+
+def test_the_run_ends_on_the_fronts_hypervolume_beside_random_play_and_the_true_fronts(conditioned):
+    from coplay.experiment.headline import summary_lines
+
+    head = conditioned.summary["headline"]
+    assert head["metric"] == "hypervolume"
+    # random play seldom lifts a chest before time runs out: a front near the reference point
+    assert 0.0 <= head["random_baseline"] < 10.0
+    lines = summary_lines(conditioned.summary)
+    assert lines[0].startswith("hypervolume of the front: ") and "uniformly random policy: " in lines[0]
+    assert lines[1].startswith("share of the true front's hypervolume (95): ")
+    assert lines[2].startswith("32,768 environment steps per seed x 2 seeds in ")
+
+
+def test_the_budget_is_run_to_the_update_not_to_the_chunk():
+    # 65,536 steps of updates of 1,600 (16 weights x 100): 40 updates, 64,000 steps, not 62 updates
+    p = plan(parse_overrides(["algo=pc_mappo", "env=treasure", "algo.weights=16", "total_steps=65536"]))
+    s = p.schedule
+    assert s.per_update == 1600 and s.num_updates == 40 and 65536 - 1600 < s.num_updates * s.per_update <= 65536
+    assert sum(s.updates_in(c) for c in range(s.num_chunks)) == s.num_updates
 
 
 def test_the_policy_eval_plays_is_the_one_at_the_chosen_weight():

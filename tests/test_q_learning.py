@@ -108,7 +108,7 @@ def test_mixer_is_monotonic_in_every_agent():
 
 SMALL_Q = ["env=matrix", "env.game=climbing", "env.rounds=1", "total_steps=640", "chunk_steps=128",
            "algo.num_envs=8", "algo.rollout_len=4", "algo.learning_starts=64", "algo.batch_size=8",
-           "algo.buffer_size=256", "eval_episodes=4", "progress=false", "tensorboard=false"]
+           "algo.buffer_size=256", "eval_episodes=4", "progress=false", "logger=csv"]
 
 
 def test_nothing_is_learned_before_learning_starts():

@@ -54,7 +54,7 @@ def _train_and_evaluate(p: compiled.Plan, make_trainer, variants, compile=jax.ji
     a payoff table nor an exploration rate enters a trainer's `init`). The results are
     those of separate runs up to the last bits of a float, which can change which
     equilibrium a seed ends in, as any recompilation can."""
-    updates = p.updates_per_chunk * p.num_chunks
+    updates = p.schedule.num_updates
 
     def run(variant, state, keys):
         trainer = make_trainer(*variant)
@@ -173,7 +173,7 @@ def test_two_step_game_value_factorisation_beats_independent_learners():
 FORAGING_COOP = ["env=foraging", "env.grid_size=5", "env.n_food=1", "env.force_coop=true", "env.max_steps=25",
                  "algo.n_step=3", "algo.batch_size=256", "algo.lr=3e-3", "algo.target_interval=50",
                  "total_steps=100000", "seeds=2", "eval_episodes=64", "eval_every=0", "progress=false",
-                 "tensorboard=false"]
+                 "logger=csv"]
 
 
 # QMIX learns this task more slowly: at 150k steps its two seeds read 0.5 and 0.21, at

@@ -135,8 +135,9 @@ def test_a_single_objective_algorithm_refuses_vector_rewards_and_names_the_scala
     from coplay.algos.base import check_env_support
 
     with pytest.raises(ConfigError, match=r"'mappo' cannot train on environment 'gold': it has 2 objectives and it "
-                                          r"needs a scalar reward \(scalarise it first: coplay.wrappers.Scalarise, "
-                                          r"linear or chebyshev\)"):
+                                          r"needs a scalar reward \(scalarise it: scalarise=linear preference=0.5:0.5, "
+                                          r"or scalarise=chebyshev with utopia=...; in Python, "
+                                          r"coplay.wrappers.Scalarise\)"):
         check_env_support(_Gold().spec, "mappo", get_algo("mappo").capabilities)
     scalarised = Scalarise(_Gold(), weights=[0.5, 0.5]).spec
     check_env_support(scalarised, "mappo", get_algo("mappo").capabilities)   # accepted once scalarised

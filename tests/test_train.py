@@ -19,6 +19,7 @@ import pytest
 import coplay
 from coplay.core.errors import ConfigError, StorageError, TrainingError
 from coplay.experiment import checkpoint
+from coplay.experiment.config import Experiment
 from tiny_run import TINY
 
 SMALL = TINY
@@ -35,11 +36,12 @@ def _final_state(run_dir: Path, like):
 
 
 def test_run_directory_contents(tmp_path):
-    result = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", "tensorboard=true"])
+    result = coplay.train(SMALL + ["seeds=2", f"out_dir={tmp_path}", "logger=tensorboard+wandb"])
     d = result.run_dir
     for name in ("config.yaml", "metrics.csv", "summary.json", "curve.png", "marl_eval.json"):
         assert (d / name).is_file(), name
     assert list(d.glob("events.out.tfevents.*"))
+    assert list(d.glob("wandb/offline-run-*/run-*.wandb"))   # offline: no network, files in the run directory
     assert checkpoint.list_checkpoints(d / "checkpoints")
     summary = json.loads((d / "summary.json").read_text())
     ret = summary["final"]["return"]
@@ -52,6 +54,10 @@ def test_run_directory_contents(tmp_path):
     assert len(runs["seed_0"]["absolute_metrics"]["return"]) == 4
     assert runs["seed_0"]["step_3"]["step_count"] == 1600
     assert summary["warnings"] == []  # a healthy run is not flagged as diverging
+    # The headline: the return, beside a uniformly random policy's on the same game, and the steps that ran.
+    assert summary["headline"]["metric"] == "return" and not summary["headline"]["lower_is_better"]
+    assert summary["headline"]["random_baseline"] < summary["final"]["return"]["iqm"]
+    assert summary["env_steps_per_seed"] == 1600 and summary["steps_per_s"] > 0
 
 
 def test_resume_is_exact(tmp_path):
@@ -65,6 +71,39 @@ def test_resume_is_exact(tmp_path):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert _rows(full.run_dir) == _rows(resumed.run_dir)
     assert full.summary["final"] == resumed.summary["final"]
+
+
+def test_a_budget_that_is_not_whole_chunks_runs_to_the_update_and_resumes_exactly(tmp_path):
+    # 1,500 steps of 80-step updates: 18 updates (1,440 steps) in chunks of 5, 5, 5 and 3
+    ragged = SMALL + ["seeds=2", "total_steps=1500", f"out_dir={tmp_path}"]
+    full = coplay.train(ragged + ["name=full"])
+    assert full.summary["env_steps_per_seed"] == 1440 and full.summary["updates_per_seed"] == 18
+    assert [int(r["env_steps"]) for r in _rows(full.run_dir)][::2] == [400, 800, 1200, 1440]
+    part = coplay.train(ragged + ["name=part"], stop_after_chunks=3)
+    resumed = coplay.train(ragged + ["name=part", f"resume={part.run_dir}"])
+    for a, b in zip(jax.tree.leaves(full.state), jax.tree.leaves(resumed.state)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert _rows(full.run_dir) == _rows(resumed.run_dir)
+
+
+def test_run_directory_names_are_portable_and_a_config_file_is_a_starting_point(tmp_path, capfd):
+    from coplay.cli.main import main
+    from coplay.experiment.rundir import portable
+
+    assert portable("text:kuhn_poker") == "text_kuhn_poker"
+    assert portable("pettingzoo:momaland.envs.beach.mobeach_v0") == "pettingzoo_momaland.envs.beach.mobeach_v0"
+    (tmp_path / "base.yaml").write_text("algo:\n  name: ippo\n  hidden_size: 16\nenv:\n  name: matrix\n"
+                                        "  game: climbing\nseeds: 1\n")
+    assert main(["train", "--config", str(tmp_path / "base.yaml"), "algo.num_envs=8", "algo.rollout_len=10",
+                 "total_steps=80", "eval_episodes=2", "progress=false", "logger=csv", f"out_dir={tmp_path}"]) == 0
+    out = capfd.readouterr().out
+    assert "episode return (summed over steps, mean over agents): " in out and "uniformly random policy: " in out
+    assert "80 environment steps per seed x 1 seed in " in out
+    (run,) = tmp_path.glob("*-ippo-matrix")
+    stored = Experiment.load(run / "config.yaml")
+    assert (stored.algo_config.hidden_size, stored.algo_config.num_envs, stored.run.seeds) == (16, 8, 1)
+    assert main(["train", "--config", str(tmp_path / "missing.yaml")]) == 2
+    assert "no config file at" in capfd.readouterr().err
 
 
 def test_resume_with_other_config_is_refused_and_harmless(tmp_path):
@@ -212,7 +251,7 @@ def test_a_bridged_environment_that_breaks_midway_exits_2_with_its_own_message(t
     code = main(["train", "algo=ippo", "env=pettingzoo:broken_envs", "env.fault=nan_obs", "env.episode=2",
                  "algo.num_envs=2", "algo.rollout_len=10", "algo.hidden_size=16", "chunk_steps=20",
                  "total_steps=100", "eval_every=0", "eval_episodes=1", "seeds=1", "progress=false",
-                 "tensorboard=false", f"out_dir={tmp_path}", "name=broken"])
+                 "logger=csv", f"out_dir={tmp_path}", "name=broken"])
     err = capfd.readouterr().err
     assert code == 2, err
     # each copy plays one 10-step episode per chunk: episode 2 breaks in chunk 2, after two checkpoints

@@ -8,4 +8,4 @@ to every later test, and to the processes tests start (CLI runs, Ray workers).""
 
 TINY = ["algo=ippo", "env=matrix", "env.game=climbing", "env.rounds=10", "algo.num_envs=8", "algo.rollout_len=10",
         "algo.hidden_size=16", "chunk_steps=400", "total_steps=1600", "eval_episodes=4", "progress=false",
-        "tensorboard=false"]
+        "logger=csv"]

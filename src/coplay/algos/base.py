@@ -126,8 +126,10 @@ class Capabilities:
         if spec.reward_dim == 1 and self.needs_vector_reward:
             out.append("it has one objective and it needs several (a vector reward, reward_dim >= 2)")
         if spec.reward_dim != 1 and not self.vector_reward:
-            out.append(f"it has {spec.reward_dim} objectives and it needs a scalar reward (scalarise it first: "
-                       "coplay.wrappers.Scalarise, linear or chebyshev)")
+            weights = ":".join([f"{1 / spec.reward_dim:.2g}"] * spec.reward_dim)
+            out.append(f"it has {spec.reward_dim} objectives and it needs a scalar reward (scalarise it: "
+                       f"scalarise=linear preference={weights}, or scalarise=chebyshev with utopia=...; "
+                       "in Python, coplay.wrappers.Scalarise)")
         return out
 
 
@@ -177,6 +179,12 @@ class Fronts:
 class TrainerConfig:
     """What every trainer's config tells the runner: how many steps one update counts
     (environment steps for trainers that act; gradient steps for offline learners)."""
+
+    step_unit: ClassVar[str] = "environment steps"   # what total_steps counts, in words
+    # Environment name -> {field: value}: what a run of this algorithm starts from on an
+    # environment where its defaults are known not to learn (a field the user sets keeps
+    # the user's value); `coplay train` prints what it applied.
+    recommended: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
     @property
     def steps_per_update(self) -> int:

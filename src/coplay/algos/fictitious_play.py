@@ -68,7 +68,7 @@ def matrix_problem(game: Env) -> str | None:
     return None
 
 
-SUPPORT = GameSupport(uses=MATRIX_GAMES, default="matrix", problem=matrix_problem)
+SUPPORT = GameSupport(uses=MATRIX_GAMES, default="matrix", problem=matrix_problem, measure="NashConv")
 
 
 def run(game: Env, config: Config = Config(), key: jax.Array | None = None, *, log: Log | None = None) -> SolveResult:

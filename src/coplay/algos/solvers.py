@@ -90,6 +90,7 @@ class GameSupport:
     default: str
     problem: Callable[[Env], str | None]
     check: Callable[[Env, Any], None] | None = None
+    measure: str = "exploitability"    # the short name of what the solver's curve measures (SolveResult.measure_name)
 
 
 def solver_config_class(name: str) -> type:

@@ -42,15 +42,18 @@ def _cmd_list(_: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from coplay.experiment.config import parse_overrides
+    from pathlib import Path
+
+    from coplay.core.errors import ConfigError
+    from coplay.experiment.config import Experiment, parse_overrides
     from coplay.experiment.runner import train
 
-    exp = parse_overrides(args.overrides)
+    base = None if args.config is None else Experiment.load(Path(args.config))
+    exp = parse_overrides(args.overrides, base=base)
     if exp.run.resume:
-        from pathlib import Path
-
-        from coplay.experiment.config import Experiment
-
+        if args.config is not None:
+            raise ConfigError(f"--config {args.config} with resume={exp.run.resume}: a resumed run continues "
+                              "from its own config.yaml; give one or the other")
         # Resume from the run's own config; any overrides given must agree with it.
         stored = Experiment.load(Path(exp.run.resume) / "config.yaml")
         exp = parse_overrides(args.overrides, base=stored)
@@ -59,14 +62,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"interrupted; checkpoint saved in {result.run_dir}/checkpoints")
         print(f"resume with: {result.summary['resume']}")
         return 130
-    ret = result.final_return
+    from coplay.experiment.headline import summary_lines
+
     print(f"run: {result.run_dir}")
-    exploit = result.summary.get("final", {}).get("exploitability")
-    if exploit is not None:
-        print(f"final exploitability (IQM over {result.summary['seeds']} seeds, 95% CI): "
-              f"{exploit['iqm']:.4f} [{exploit['ci_low']:.4f}, {exploit['ci_high']:.4f}]")
-    print(f"final return (IQM over {result.summary['seeds']} seeds, 95% CI): "
-          f"{ret['iqm']:.3f} [{ret['ci_low']:.3f}, {ret['ci_high']:.3f}]")
+    for line in summary_lines(result.summary):
+        print(line)
     for warning in result.summary.get("warnings", []):
         print(f"warning: {warning}")
     return 0
@@ -94,14 +94,20 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
+    from coplay.experiment.headline import POLICY_MEASURES, RETURN
     from coplay.experiment.playback import evaluate_run
 
     out = evaluate_run(args.run_dir, episodes=args.episodes, gif=not args.no_gif)
-    print(f"checkpoint: {out['checkpoint']} (env steps {out['env_steps']})")
-    print("per-seed mean return: " + ", ".join(f"{v:.3f}" for v in out["per_seed"]))
-    print(f"return IQM over seeds ({out['episodes']} episodes each), 95% CI: {out['return']}")
+    print(f"checkpoint: {out['checkpoint']} (steps per seed {out['env_steps']})")
+    print(f"{out['episodes']} fresh episodes per seed (new draws: the run's own final evaluation, in "
+          "summary.json, played others)")
+    print(f"{RETURN.label}, mean of each seed: " + ", ".join(f"{v:.3f}" for v in out["per_seed"]))
+    print(f"{RETURN.label}, IQM over seeds, 95% CI: {out['return']}")
     for name, value in sorted(out["measures"].items()):
-        print(f"{name}: {value:.4g} (mean over seeds and episodes)")
+        if name in POLICY_MEASURES:
+            print(f"{name}: {value:.4g} (of the policy, mean over seeds)")
+        else:
+            print(f"{name}: {value:.4g} (per episode, summed over its steps; mean over seeds and episodes)")
     if "front" in out:
         f = out["front"]
         print(f"front hypervolume IQM over seeds, 95% CI (reference point {f['reference_point']}): "
@@ -188,6 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_train = sub.add_parser("train", help="train an algorithm on an environment", add_help=False,
                              formatter_class=argparse.RawDescriptionHelpFormatter, epilog=TRAIN_EPILOG)
     p_train.add_argument("-h", "--help", action="store_true", help="list algorithms, environments and config fields")
+    p_train.add_argument("--config", metavar="FILE", help="start from this config file (the form of a run "
+                         "directory's config.yaml; fields it leaves out keep their defaults); overrides apply on top")
     p_train.add_argument("overrides", nargs="*", help="key=value config overrides")
     p_train.set_defaults(func=_cmd_train)
 

@@ -29,7 +29,8 @@ from coplay.core.registry import ENVS
 from coplay.experiment import fronts, warm_start
 from coplay.experiment.config import Experiment
 from coplay.experiment.evaluate import record_dialogue, record_episode
-from coplay.experiment.loop import Engine, Evaluation, chunk_schedule, evaluates_after, latest_checkpoint
+from coplay.experiment.headline import Headline, compiled_baseline
+from coplay.experiment.loop import Engine, Evaluation, Schedule, chunk_schedule, evaluates_after, latest_checkpoint
 from coplay.nets.init import init_stacked
 from coplay.scale.devices import describe, run_mesh, shard_state, state_placement
 from coplay.wrappers import Scalarise
@@ -43,9 +44,21 @@ class Plan:
     exp: Experiment
     env: Env
     trainer: Trainer
-    updates_per_chunk: int
-    num_chunks: int
+    schedule: Schedule
     reference: np.ndarray | None = None   # several objectives: the point each front's hypervolume is taken from
+
+    @property
+    def updates_per_chunk(self) -> int:
+        return self.schedule.updates_per_chunk
+
+    @property
+    def num_chunks(self) -> int:
+        return self.schedule.num_chunks
+
+    @property
+    def ragged(self) -> bool:
+        """Whether the last chunk holds fewer updates than the others."""
+        return self.schedule.num_updates % self.schedule.updates_per_chunk != 0
 
     @property
     def steps_per_chunk(self) -> int:
@@ -88,8 +101,8 @@ def plan(exp: Experiment) -> Plan:
             raise ConfigError(f"algo={exp.algo} trains on the host ({entry.engine} engine): `coplay train` runs it, "
                               f"and `coplay eval` and `coplay tournament` take its runs; sweeps of compiled "
                               f"seeds and datasets (`coplay record`) take compiled trainers only")
-        _, updates_per_chunk, num_chunks = chunk_schedule(exp, env.spec)
-        trainer = entry.factory(exp.algo_config, env, num_updates=updates_per_chunk * num_chunks)
+        schedule = chunk_schedule(exp, env.spec)
+        trainer = entry.factory(exp.algo_config, env, num_updates=schedule.num_updates)
         if trainer.fronts is None and run.reference_point is not None:
             raise ConfigError(f"reference_point={run.reference_point} is read only by the trainers of several "
                               "objectives, which score fronts (mo_ppo)")
@@ -98,7 +111,7 @@ def plan(exp: Experiment) -> Plan:
     except BaseException:
         env.close()
         raise
-    return Plan(exp, env, trainer, updates_per_chunk, num_chunks, reference)
+    return Plan(exp, env, trainer, schedule, reference)
 
 
 def seed_keys(exp: Experiment) -> jax.Array:
@@ -126,7 +139,10 @@ FEW_UPDATES = 24
 
 def chunk_function(p: Plan, placed: Any = None):
     """`chunk(state) -> (state, metrics)`: `updates_per_chunk` updates of every seed,
-    compiled; the state's leaves are `[S, ...]` and the metrics `[S, updates]`.
+    compiled; the state's leaves are `[S, ...]` and the metrics `[S, updates]`. Where the
+    last chunk is shorter (`p.ragged`), `chunk(state, active)` runs the first `active`
+    updates and passes the state through the rest (one program for every chunk; the
+    metrics of the updates not run are zeros).
 
     `placed`: the state as `place` spread it over several devices; the chunk then
     hands its state back placed the same way, so that the next chunk's input matches
@@ -136,17 +152,29 @@ def chunk_function(p: Plan, placed: Any = None):
     placement = state_placement(placed)
     pin: dict[str, Any] = {} if placement is None else {"out_shardings": (placement, None)}
 
-    def one_seed(state):
+    def every_update(state):
         return jax.lax.scan(lambda s, _: trainer.update(s), state, None, length=p.updates_per_chunk)
 
-    once = p.num_chunks * p.updates_per_chunk <= FEW_UPDATES
+    def first_updates(state, active):
+        metrics = jax.eval_shape(trainer.update, state)[1]
+
+        def skip(s):
+            return s, jax.tree.map(lambda m: jax.numpy.zeros(m.shape, m.dtype), metrics)
+
+        def step(s, i):
+            return jax.lax.cond(i < active, trainer.update, skip, s)
+
+        return jax.lax.scan(step, state, jax.numpy.arange(p.updates_per_chunk))
+
+    one_seed = first_updates if p.ragged else every_update
+    once = p.schedule.num_updates <= FEW_UPDATES
     if p.exp.run.seeds == 1:  # no vmap over a seed axis of size 1: batching costs time in every op
-        def only_seed(state):
-            out = one_seed(jax.tree.map(lambda x: x[0], state))
+        def only_seed(state, *active):
+            out = one_seed(jax.tree.map(lambda x: x[0], state), *active)
             return jax.tree.map(lambda x: x[None], out)
 
         return jit(only_seed, once=once, donate_argnums=0, **pin)
-    return jit(jax.vmap(one_seed), once=once, donate_argnums=0, **pin)
+    return jit(jax.vmap(one_seed, in_axes=(0, None) if p.ragged else 0), once=once, donate_argnums=0, **pin)
 
 
 # A run that evaluates at most this many times, or plays at most this many evaluation
@@ -185,7 +213,7 @@ class CompiledEngine(Engine):
         self.exp = exp
         self.plan = plan(exp)   # all validation happens here, before any compilation
         self.learner = self.plan.trainer
-        self.updates_per_chunk, self.num_chunks = self.plan.updates_per_chunk, self.plan.num_chunks
+        self.schedule = self.plan.schedule
         self._state: Any = None
         if exp.run.init_from is not None and exp.run.resume is None:
             try:
@@ -210,8 +238,12 @@ class CompiledEngine(Engine):
         self._evaluate = evaluation_function(self.plan)
 
     def train_chunk(self, chunk: int) -> dict[str, np.ndarray]:
-        self._state, metrics = self._chunk(self._state)
-        return jax.device_get(metrics)
+        if not self.plan.ragged:
+            self._state, metrics = self._chunk(self._state)
+            return jax.device_get(metrics)
+        active = self.schedule.updates_in(chunk)
+        self._state, metrics = self._chunk(self._state, np.int32(active))
+        return {k: v[:, :active] for k, v in jax.device_get(metrics).items()}
 
     def evaluate(self, chunk: int, last: bool) -> Evaluation:
         p, trainer = self.plan, self.learner
@@ -228,6 +260,12 @@ class CompiledEngine(Engine):
 
     def state(self) -> Any:
         return self._state
+
+    def baseline(self, headline: Headline) -> float | None:
+        """The random policy's score, over as many episodes as the final evaluation played."""
+        run = self.exp.run
+        return compiled_baseline(headline, self.learner, self.plan.env, self.plan.reference,
+                                 min(run.eval_episodes * run.seeds, 1024), run.seed)
 
     def finish(self, run_dir: Path, rows: list[dict], evals: list[tuple[int, Evaluation]]) -> dict:
         p, exp, trainer = self.plan, self.exp, self.learner

@@ -43,6 +43,20 @@ def directory_name(value: str) -> str | None:
     return None
 
 
+LOGGERS = ("csv", "tensorboard", "wandb")
+
+
+def logger_names(value: str) -> str | None:
+    """What is wrong with `value` as loggers joined by '+' (None: nothing)."""
+    names = value.split("+")
+    bad = [n for n in names if n not in LOGGERS]
+    if bad or not names:
+        return f"{bad[0] if bad else value!r} is not a logger; choose from {', '.join(LOGGERS)}, joined by '+'"
+    if "csv" in names and len(names) > 1:
+        return "csv means metrics.csv alone (it is always written); leave it out when naming other loggers"
+    return None
+
+
 def directory_path(value: str) -> str | None:
     """What is wrong with `value` as a directory path (None: nothing)."""
     if not value.strip():
@@ -60,8 +74,8 @@ MAX_SEEDS = 100_000
 class RunConfig:
     seeds: int = param(4, "independent seeds trained together in one compiled run", min=1, max=MAX_SEEDS)
     seed: int = param(0, "base random seed; seed i of the run uses (seed, i)", min=0)
-    total_steps: int = param(1_000_000, "environment steps per seed (rounded up to whole chunks of chunk_steps, "
-                                        "each a whole number of updates)", min=1)
+    total_steps: int = param(1_000_000, "environment steps per seed (gradient steps offline, episodes for GRPO); "
+                                        "the run trains the whole updates that fit in it", min=1)
     chunk_steps: int = param(50_000, "environment steps per seed between logging, evaluation and checkpoints", min=1)
     eval_episodes: int = param(32, "evaluation episodes per seed", min=1)
     eval_every: int = param(1, "evaluate every this many chunks (0: only at the end)", min=0)
@@ -77,7 +91,10 @@ class RunConfig:
     init_params: str | None = param(None, "with init_from, the groups to copy, source:destination, e.g. "
                                           "agent:actor (default: every group both runs have by name)")
     progress: bool = param(True, "show a progress bar", affects_results=False)
-    tensorboard: bool = param(True, "write TensorBoard event files", affects_results=False)
+    logger: str = param("tensorboard", "where metrics go besides metrics.csv, joined by '+': tensorboard (event "
+                                       "files in the run directory), wandb (a Weights & Biases run, offline unless "
+                                       "WANDB_MODE says otherwise, its files in the run directory), or csv alone",
+                        affects_results=False, rule=logger_names)
     scalarise: str | None = param(None, "train on a utility of the environment's vector reward "
                                         "(coplay.wrappers.Scalarise): linear or chebyshev",
                                   choices=("linear", "chebyshev"))
@@ -123,8 +140,11 @@ RENAMED_ALGO_VALUES: dict[tuple[str, str], dict[Any, Any]] = {
 
 def upgrade_stored(d: Mapping[str, Any]) -> dict:
     """A stored config dict with the fields and values older coplay versions wrote under
-    other names renamed (`RENAMED_ALGO_FIELDS`, `RENAMED_ALGO_VALUES`)."""
+    other names renamed (`RENAMED_ALGO_FIELDS`, `RENAMED_ALGO_VALUES`, and `tensorboard: false`
+    as `logger: csv`)."""
     d = dict(d)
+    if "tensorboard" in d and "logger" not in d:   # a bool before the loggers were named
+        d["logger"] = "tensorboard" if d.pop("tensorboard") else "csv"
     algo = d.get("algo")
     if isinstance(algo, Mapping):
         algo = dict(algo)
@@ -225,7 +245,7 @@ class ConfigFile:
         try:
             text = path.read_text()
         except FileNotFoundError:
-            raise ConfigError(f"no config.yaml at {path}") from None
+            raise ConfigError(f"no config file at {path}") from None
         except (OSError, UnicodeDecodeError) as e:
             raise ConfigError(f"{path} cannot be read: {e}") from None
         try:
@@ -244,6 +264,12 @@ class ConfigFile:
             raise type(e)(f"{path}: {e}") from None
 
 
+def recommended(config_class: type, env: str) -> dict[str, Any]:
+    """The settings `config_class`'s algorithm starts from on environment `env` (see
+    `TrainerConfig.recommended`); empty where it names none."""
+    return dict(getattr(config_class, "recommended", {}).get(env, {}))
+
+
 @dataclass
 class Experiment(ConfigFile):
     algo: str = DEFAULT_ALGO
@@ -254,11 +280,12 @@ class Experiment(ConfigFile):
 
     def __post_init__(self) -> None:
         config_class = algo_config_class(self.algo)
-        if self.algo_config is None:
-            self.algo_config = config_class()
-        elif isinstance(self.algo_config, dict):
+        if self.algo_config is None or isinstance(self.algo_config, dict):
+            # Fields left out take the algorithm's settings for this environment where it
+            # names some (`TrainerConfig.recommended`), else their defaults.
+            given = _drop_legacy_fields(self.algo, self.algo_config or {})
             cfg = config_class()
-            for k, v in _drop_legacy_fields(self.algo, self.algo_config).items():
+            for k, v in {**recommended(config_class, self.env), **given}.items():
                 cfg = set_field(cfg, k, v, "algo.")
             self.algo_config = cfg
         self.env_config = resolve_env_config(self.env, self.env_config)

@@ -21,6 +21,7 @@ from coplay.core.policy import Policy
 from coplay.core.registry import ENVS
 from coplay.experiment import checkpoint
 from coplay.experiment.config import Experiment
+from coplay.experiment.headline import EXPLOITABILITY, Headline, tree_baseline
 from coplay.experiment.loop import Engine, Evaluation, chunk_schedule, latest_checkpoint
 
 # The random streams of `coplay eval`'s fresh episodes: numbers no training update or
@@ -43,9 +44,8 @@ class HostEngine(Engine):
         self.exp = exp
         self.env = ENVS.make(exp.env, **exp.env_config)
         try:
-            _, self.updates_per_chunk, self.num_chunks = chunk_schedule(exp, self.env.spec)
-            self.learner = get_algo(exp.algo).factory(exp.algo_config, self.env,
-                                                      self.updates_per_chunk * self.num_chunks,
+            self.schedule = chunk_schedule(exp, self.env.spec)
+            self.learner = get_algo(exp.algo).factory(exp.algo_config, self.env, self.schedule.num_updates,
                                                       seeds=run.seeds, seed=run.seed)
         except BaseException:
             self.env.close()
@@ -60,8 +60,8 @@ class HostEngine(Engine):
         pass
 
     def train_chunk(self, chunk: int) -> dict[str, np.ndarray]:
-        rows = [[self.learner.update(seed, chunk * self.updates_per_chunk + u) for u in range(self.updates_per_chunk)]
-                for seed in range(self.exp.run.seeds)]
+        first, count = chunk * self.updates_per_chunk, self.schedule.updates_in(chunk)
+        rows = [[self.learner.update(seed, first + u) for u in range(count)] for seed in range(self.exp.run.seeds)]
         return {k: np.asarray([[r[k] for r in seed] for seed in rows], np.float64) for k in rows[0][0]}
 
     def evaluate(self, chunk: int, last: bool) -> Evaluation:
@@ -73,6 +73,10 @@ class HostEngine(Engine):
 
     def state(self) -> Any:
         return self.learner.state()
+
+    def baseline(self, headline: Headline) -> float | None:
+        """Uniform play among the legal moves, where the game's tree scores it exactly."""
+        return tree_baseline(self.env) if headline is EXPLOITABILITY else None
 
     def finish(self, run_dir: Path, rows: list[dict], evals: list[tuple[int, Evaluation]]) -> dict:
         samples = self.learner.samples()

@@ -36,6 +36,7 @@ from coplay.core.policy import Policy
 from coplay.core.registry import ENVS
 from coplay.experiment import checkpoint
 from coplay.experiment.config import Experiment, result_dict, resume_differences, upgrade_stored
+from coplay.experiment.headline import Headline, headline_of
 from coplay.experiment.health import HealthWatch
 from coplay.experiment.report import MetricsLog, plot_curve, read_metrics, write_marl_eval, write_summary
 from coplay.experiment.rundir import interrupt_guard, resume_command
@@ -65,8 +66,15 @@ class Engine(abc.ABC):
 
     exp: Experiment
     learner: Any            # the Trainer or HostTrainer
-    updates_per_chunk: int
-    num_chunks: int
+    schedule: Schedule
+
+    @property
+    def updates_per_chunk(self) -> int:
+        return self.schedule.updates_per_chunk
+
+    @property
+    def num_chunks(self) -> int:
+        return self.schedule.num_chunks
 
     @property
     def steps_per_update(self) -> int:
@@ -86,7 +94,7 @@ class Engine(abc.ABC):
 
     @abc.abstractmethod
     def train_chunk(self, chunk: int) -> dict[str, np.ndarray]:
-        """`updates_per_chunk` updates of every seed: name -> `[S, updates]`."""
+        """`schedule.updates_in(chunk)` updates of every seed: name -> `[S, updates]`."""
 
     @abc.abstractmethod
     def evaluate(self, chunk: int, last: bool) -> Evaluation:
@@ -121,6 +129,11 @@ class Engine(abc.ABC):
         `reference` point and the fronts' `quality`; None otherwise."""
         return None
 
+    def baseline(self, headline: Headline) -> float | None:
+        """A uniformly random policy's score on `headline` (`coplay.experiment.headline`);
+        None where there is none to compute."""
+        return None
+
     def dialogues(self, count: int, seed: int) -> list[list[str]]:
         """Up to `count` episodes of seed 0 as lines of text, on a text environment."""
         return []
@@ -130,17 +143,37 @@ class Engine(abc.ABC):
         return []
 
 
-def chunk_schedule(exp: Experiment, spec: Any) -> tuple[int, int, int]:
-    """(steps per update, updates per chunk, chunks) of `exp` on an environment of `spec`;
-    refused where the run is shorter than one update."""
+@dataclass(frozen=True)
+class Schedule:
+    """How a run's updates fall into chunks: `num_updates` in all, `updates_per_chunk` in
+    every chunk but the last, which holds what is left (at least one update)."""
+
+    per_update: int           # environment steps (gradient steps, episodes) per seed in one update
+    updates_per_chunk: int
+    num_chunks: int
+    num_updates: int
+
+    def updates_in(self, chunk: int) -> int:
+        return min(self.updates_per_chunk, self.num_updates - chunk * self.updates_per_chunk)
+
+    def steps_after(self, chunk: int) -> int:
+        """Steps per seed once chunk `chunk` has run."""
+        return min((chunk + 1) * self.updates_per_chunk, self.num_updates) * self.per_update
+
+
+def chunk_schedule(exp: Experiment, spec: Any) -> Schedule:
+    """The schedule of `exp` on an environment of `spec`: `total_steps // per_update`
+    updates (the budget, less under one update), in chunks of at most `chunk_steps`
+    balanced so that the last is not a sliver; refused where the run is shorter than one update."""
     run = exp.run
     per_update = exp.algo_config.update_steps(spec)
     if run.total_steps < per_update:
         raise ConfigError(f"total_steps={run.total_steps} is smaller than one update "
                           f"({per_update} environment steps per seed); raise total_steps")
-    # A chunk is never longer than the run: total_steps=512 trains 512 steps, not one default chunk of 50,000.
-    updates_per_chunk = max(1, min(run.chunk_steps, run.total_steps) // per_update)
-    return per_update, updates_per_chunk, max(1, math.ceil(run.total_steps / (updates_per_chunk * per_update)))
+    num_updates = run.total_steps // per_update
+    most = max(1, min(run.chunk_steps // per_update, num_updates))
+    per_chunk = math.ceil(num_updates / math.ceil(num_updates / most))
+    return Schedule(per_update, per_chunk, math.ceil(num_updates / per_chunk), num_updates)
 
 
 def evaluates_after(exp: Experiment, num_chunks: int, chunk: int) -> bool:
@@ -276,35 +309,29 @@ def check_finite(metrics: dict, chunk: int, engine: Engine, run_dir: Path) -> No
             )
 
 
-def headline(evaluation: Evaluation) -> str:
-    """The evaluation measure a run's curve and progress show: the exploitability where
-    the game has an exact tree to score it on, else the return."""
-    return "exploitability" if "exploitability" in evaluation else "return"
-
-
 def _progress(exp: Experiment, engine: Engine, start_chunk: int):
     if not exp.run.progress:
         return None
     from tqdm import tqdm
 
-    total = engine.num_chunks * engine.steps_per_chunk
+    total = engine.schedule.num_updates * engine.steps_per_update
     return tqdm(total=total, initial=start_chunk * engine.steps_per_chunk, unit="step", unit_scale=True,
-                desc=f"{exp.algo}/{exp.env} x{exp.run.seeds} seeds", dynamic_ncols=True)
+                desc=f"{exp.algo}/{exp.env}, {exp.run.seeds} seeds (steps per seed)", dynamic_ncols=True)
 
 
-def _advance(bar, engine: Engine, per_seed: dict, seconds: float) -> None:
+def _advance(bar, engine: Engine, chunk: int, per_seed: dict) -> None:
     if bar is None:
         return
     from coplay.eval.stats import iqm
 
-    shown = "exploitability" if "eval/exploitability" in per_seed else "return"
+    shown = headline_of(k[len("eval/"):] for k in per_seed if k.startswith("eval/")).metric
     value = per_seed.get(f"eval/{shown}", per_seed.get(shown))
     finite = value[np.isfinite(value)] if value is not None else np.zeros(0)
-    postfix = {"steps/s": f"{engine.steps_per_chunk * engine.exp.run.seeds / max(seconds, 1e-9):,.0f}"}
+    postfix = {}
     if finite.size:
-        postfix[shown] = f"{float(iqm(finite)):.{4 if shown == 'exploitability' else 2}f}"
+        postfix[shown] = f"{float(iqm(finite)):.{4 if shown in ('exploitability', 'win') else 2}f}"
     bar.set_postfix(postfix, refresh=False)
-    bar.update(engine.steps_per_chunk)
+    bar.update(engine.schedule.updates_in(chunk) * engine.steps_per_update)
 
 
 # ----- the loop -----------------------------------------------------------------------------------
@@ -338,7 +365,7 @@ def run_loop(engine: Engine, run_dir: Path, resumed: bool, stop_after_chunks: in
                   flush=True)
     engine.start(start_chunk)
 
-    log = MetricsLog(run_dir, exp.run.tensorboard)
+    log = MetricsLog(run_dir, exp.run.logger, exp.to_dict())
     log.truncate(start_chunk - 1)
     watch = HealthWatch(engine.learner.health(), engine.updates_per_chunk, engine.steps_per_update,
                         meta.get("health"))
@@ -348,12 +375,11 @@ def run_loop(engine: Engine, run_dir: Path, resumed: bool, stop_after_chunks: in
     try:
         with interrupt_guard() as interrupt:
             for chunk in range(start_chunk, engine.num_chunks):
-                t0 = time.time()
                 metrics = engine.train_chunk(chunk)                     # name -> [S, updates]
                 check_finite(metrics, chunk, engine, run_dir)
                 for warning in watch.check(chunk, metrics):
                     print(f"warning: {warning}", file=sys.stderr, flush=True)
-                env_steps = (chunk + 1) * engine.steps_per_chunk
+                env_steps = engine.schedule.steps_after(chunk)
                 per_seed = {k: nanmean(v) for k, v in metrics.items()}
                 last = chunk == engine.num_chunks - 1
                 if evaluates_after(exp, engine.num_chunks, chunk):
@@ -369,7 +395,7 @@ def run_loop(engine: Engine, run_dir: Path, resumed: bool, stop_after_chunks: in
                         "chunk": chunk, "env_steps": env_steps, "config": config_key(exp),
                         "wall_time_s": time.time() - t_start, "health": watch.saved(), "evals": _history(evals)},
                         keep=exp.run.keep_checkpoints)
-                _advance(bar, engine, per_seed, time.time() - t0)
+                _advance(bar, engine, chunk, per_seed)
                 if stopping:
                     interrupted = True
                     break
@@ -384,19 +410,28 @@ def run_loop(engine: Engine, run_dir: Path, resumed: bool, stop_after_chunks: in
 
     rows = read_metrics(run_dir)
     final = evals[-1][1]
+    head = headline_of(final)
+    baseline = engine.baseline(head)
+    wall = time.time() - t_start
+    steps = engine.schedule.num_updates * engine.steps_per_update
+    unit = engine.learner.config.step_unit
     title = f"{exp.algo} on {exp.env}"
-    plot_curve(run_dir, rows, f"eval/{headline(final)}", title)
+    plot_curve(run_dir, rows, f"eval/{head.metric}", title, ylabel=head.label, xlabel=f"{unit} (per seed)",
+               baseline=baseline)
     objectives = [k for k in (rows[0] if rows else {}) if k.startswith(("objective/", "eval/objective/"))]
     if objectives:   # a vector reward: each objective's curve, training and (scalarised runs) evaluation
-        plot_curve(run_dir, rows, objectives, title, file="objectives.png")
+        plot_curve(run_dir, rows, objectives, title, file="objectives.png", xlabel=f"{unit} (per seed)")
     extra = engine.finish(run_dir, rows, evals)
     summary = write_summary(run_dir, final, {
         "algo": exp.algo, "env": exp.env, "seeds": exp.run.seeds,
-        "env_steps_per_seed": engine.num_chunks * engine.steps_per_chunk,
-        "updates_per_seed": engine.num_chunks * engine.updates_per_chunk,
+        "headline": {**head.as_dict(), "random_baseline": baseline},
+        "env_steps_per_seed": steps,
+        "step_unit": unit,
+        "updates_per_seed": engine.schedule.num_updates,
         "eval_episodes_per_seed": exp.run.eval_episodes,
         "return_convention": engine.learner.return_convention,
-        "wall_time_s": round(time.time() - t_start, 2),
+        "wall_time_s": round(wall, 2),
+        "steps_per_s": round(steps * exp.run.seeds / max(wall, 1e-9), 1),
         "warnings": watch.warnings,
         **extra,
     })

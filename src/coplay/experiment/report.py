@@ -22,14 +22,20 @@ class MetricsLog:
     """metrics.csv: one row per log step (chunk) and seed. On resume, rows past the
     checkpoint are dropped so the file matches an uninterrupted run's."""
 
-    def __init__(self, run_dir: Path, tensorboard: bool):
+    def __init__(self, run_dir: Path, logger: str = "tensorboard", config: dict | None = None):
+        """`logger`: `RunConfig.logger` (tensorboard, wandb, both joined by '+', or csv
+        alone); `config`: what a W&B run records as its config."""
         self.path = Path(run_dir) / CSV_NAME
         self.columns: list[str] | None = None
         self.writer = None
-        if tensorboard:
+        self.wandb = None
+        names = logger.split("+")
+        if "tensorboard" in names:
             from tensorboardX import SummaryWriter
 
             self.writer = SummaryWriter(str(run_dir), flush_secs=10)
+        if "wandb" in names:
+            self.wandb = start_wandb(Path(run_dir), config or {})
 
     def truncate(self, max_chunk: int) -> None:
         if not self.path.exists():
@@ -58,18 +64,40 @@ class MetricsLog:
                 row = {"chunk": chunk, "env_steps": env_steps, "seed": s, "wall_time": f"{wall_time:.3f}"}
                 row.update({k: _fmt(per_seed[k][s]) for k in names})
                 w.writerow(row)
+        scalars: dict[str, float] = {}
+        for k in names:
+            vals = np.asarray(per_seed[k], np.float64)
+            if np.any(np.isfinite(vals)):
+                scalars[f"{k}/mean"] = float(np.nanmean(vals))
+            scalars.update({f"{k}/seed{s}": float(v) for s, v in enumerate(vals) if math.isfinite(v)})
         if self.writer is not None:
-            for k in names:
-                vals = np.asarray(per_seed[k], np.float64)
-                if np.any(np.isfinite(vals)):
-                    self.writer.add_scalar(f"{k}/mean", float(np.nanmean(vals)), env_steps)
-                for s, v in enumerate(vals):
-                    if math.isfinite(v):
-                        self.writer.add_scalar(f"{k}/seed{s}", float(v), env_steps)
+            for k, v in scalars.items():
+                self.writer.add_scalar(k, v, env_steps)
+        if self.wandb is not None:
+            self.wandb.log({**scalars, "env_steps": env_steps}, step=env_steps)
 
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+        if self.wandb is not None:
+            self.wandb.finish()
+
+
+def start_wandb(run_dir: Path, config: dict):
+    """A Weights & Biases run for `run_dir`, its files under it: offline unless the
+    environment's WANDB_MODE says otherwise (`wandb sync <run dir>/wandb/offline-run-*`
+    uploads it later), its id the run directory's name, so that a resumed run goes on
+    logging into the same W&B run."""
+    import os
+    import re
+
+    from coplay.interop.extras import require
+
+    wandb = require("wandb", "wandb", "logger=wandb")
+    run_id = re.sub(r"[^A-Za-z0-9_-]", "-", run_dir.name)[-64:]
+    return wandb.init(project=os.environ.get("WANDB_PROJECT", "coplay"), name=run_dir.name, id=run_id,
+                      dir=str(run_dir), config=config, mode=os.environ.get("WANDB_MODE", "offline"),
+                      resume="allow", reinit="create_new")
 
 
 def _fmt(v) -> str:
@@ -117,10 +145,12 @@ def curve(rows: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def plot_curve(run_dir: Path, rows: list[dict], key: str | Sequence[str], title: str,
-               file: str = "curve.png") -> Path | None:
+               file: str = "curve.png", ylabel: str | None = None,
+               xlabel: str = "environment steps (per seed)", baseline: float | None = None) -> Path | None:
     """The learning curve of metric `key` (IQM over seeds, 95% bootstrap CI), or one
     panel per metric side by side when `key` is several (each objective's, say);
-    None when no row has the metric."""
+    None when no row has the metric. `ylabel`: the metric in words (one key);
+    `baseline`: a uniformly random policy's value, drawn as a dashed line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -134,8 +164,10 @@ def plot_curve(run_dir: Path, rows: list[dict], key: str | Sequence[str], title:
     fig, axes = plt.subplots(1, len(found), figsize=(6 * len(found), 4), dpi=100, squeeze=False)
     for ax, (k, steps, values) in zip(axes[0], found):
         draw_band(ax, steps, values, "C0", f"IQM over {values.shape[0]} seeds", ci_label="95% bootstrap CI")
-        ax.set_xlabel("environment steps (per seed)")
-        ax.set_ylabel(k)
+        if baseline is not None and math.isfinite(baseline):
+            ax.axhline(baseline, color="0.4", linestyle="--", linewidth=1, label="uniformly random policy")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel if ylabel is not None and len(found) == 1 else k)
         ax.set_title(title)
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right")

@@ -10,6 +10,7 @@ resumed, and what a failed write or Ctrl-C leaves of it.
 from __future__ import annotations
 
 import errno
+import re
 import shlex
 import signal
 import sys
@@ -23,19 +24,29 @@ from coplay.core.errors import CoplayError, StorageError
 from coplay.experiment import checkpoint
 
 
+def portable(name: str) -> str:
+    """`name` as part of a file name on every system: `text:kuhn_poker` -> `text_kuhn_poker`
+    (a `:` is refused on Windows and read as `host:path` by rsync and scp, `name:path` by TensorBoard)."""
+    return re.sub(r"[^A-Za-z0-9._=+-]+", "_", name)
+
+
 def new_run_dir(out_dir: str | Path, name: str | None, algo: str, env: str) -> Path:
     """Make and return a new run directory under `out_dir`: `name`, by default
     `<time>-<algo>-<env>`, with `-1`, `-2`, ... appended while that exists.
     One that cannot be made or written in is refused (`StorageError`)."""
     out = Path(out_dir)
-    name = name or f"{datetime.now():%Y%m%d-%H%M%S}-{algo}-{env}"
+    name = name or f"{datetime.now():%Y%m%d-%H%M%S}-{algo}-{portable(env)}"
     path = out / name
     i = 1
     try:
-        while path.exists():  # never write into somebody else's run
-            path = out / f"{name}-{i}"
-            i += 1
-        path.mkdir(parents=True)
+        out.mkdir(parents=True, exist_ok=True)
+        while True:  # never write into somebody else's run, even one made a moment ago by another process
+            try:
+                path.mkdir()
+                break
+            except FileExistsError:
+                path = out / f"{name}-{i}"
+                i += 1
     except OSError as e:
         raise StorageError(f"cannot make the run directory {path} (out_dir={str(out_dir)!r}): "
                            f"{reason(e)}") from None

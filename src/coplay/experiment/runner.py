@@ -14,10 +14,11 @@ from typing import Any
 from coplay.algos import get_algo
 from coplay.core.errors import ConfigError, callback_errors
 from coplay.experiment.compiled import CompiledEngine, plan, uniform_return
-from coplay.experiment.config import Experiment, parse_overrides, resume_differences
+from coplay.experiment.config import Experiment, parse_overrides, recommended, resume_differences
 from coplay.experiment.host import HostEngine
 from coplay.experiment.loop import Engine, RunResult, differences, run_loop
 from coplay.experiment.rundir import open_run_dir, storage_errors
+from coplay.interop.extras import require
 
 ENGINES: dict[str, Callable[[Experiment], Engine]] = {"compiled": CompiledEngine, "host": HostEngine}
 
@@ -52,6 +53,8 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
     `config`: an Experiment, a dict shaped like config.yaml, or key=value strings.
     `stop_after_chunks` stops early as an interrupt would (checkpoint kept), for tests."""
     exp = resolve(config, **overrides)
+    if "wandb" in exp.run.logger.split("+"):
+        require("wandb", "wandb", "logger=wandb")   # refused now, not after the run directory exists
     resume_dir = Path(exp.run.resume) if exp.run.resume else None
     if resume_dir is not None:
         stored = Experiment.load(resume_dir / "config.yaml")
@@ -59,6 +62,12 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
             raise ConfigError(f"cannot resume {resume_dir} with a different config ({differences(stored, exp)}); "
                               "resume with the run's own config, or start a new run")
     engine = build_engine(exp)  # all validation happens here, before any compilation
+    applied = {k: v for k, v in recommended(type(exp.algo_config), exp.env).items()
+               if getattr(exp.algo_config, k) == v}
+    if applied and resume_dir is None:
+        print(f"algo={exp.algo} on env={exp.env} starts from the settings recommended there (its defaults do not "
+              f"learn it): {' '.join(f'algo.{k}={v}' for k, v in applied.items())}; set a field to change it",
+              flush=True)
     try:
         with callback_errors():  # a bridged environment's error keeps its type and message
             run_dir = open_run_dir(exp.run.out_dir, exp.run.name, exp.algo, exp.env, resume_dir)

@@ -290,12 +290,13 @@ class _Progress:
         from tqdm import tqdm
 
         total = getattr(exp.algo_config, "iterations", None)
+        self.measure = SOLVERS.get(exp.algo).capabilities.measure   # what the solver's curve is, by its name
         self.bar = tqdm(total=total, unit="it", desc=f"{exp.algo}/{exp.env}", dynamic_ncols=True)
 
     def advance(self, row: dict) -> None:
         step = int(row.get("step", self.bar.n))
-        if "exploitability" in row:
-            self.bar.set_postfix({"exploitability": f"{row['exploitability']:.3g}"}, refresh=False)
+        if "exploitability" in row:   # the solvers log their curve's value under this key
+            self.bar.set_postfix({self.measure: f"{row['exploitability']:.3g}"}, refresh=False)
         self.bar.update(max(step - self.bar.n, 0))
 
     def close(self) -> None:

@@ -25,7 +25,7 @@ decides how much the data's returns, beside the penalty, shape the policy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -50,6 +50,8 @@ def alpha_param(default: float = 1.0) -> Any:
 @dataclass(frozen=True)
 class OfflineConfig(TrainerConfig):
     """What every offline trainer has: the dataset, and gradient steps per update."""
+
+    step_unit: ClassVar[str] = "gradient steps"
 
     dataset: str = param("", "the dataset to learn from: <dir>/<name>.vlt/<quality> (coplay record, or an OG-MARL "
                              "vault)")
