@@ -29,7 +29,9 @@ from coplay.experiment.evaluate import record_dialogue
 from coplay.experiment.compiled import plan
 from coplay.experiment.tournament import run_tournament
 
-KUHN = ["algo=grpo", "env=text:kuhn_poker", "seeds=1", "progress=false", "logger=csv"]
+# Kuhn with grpo's own defaults, not the settings grpo starts from on Kuhn (Config.recommended).
+PLAIN = [f"algo.{k}={getattr(Config(), k)}" for k in Config.recommended["text:kuhn_poker"]]
+KUHN = ["algo=grpo", "env=text:kuhn_poker", "seeds=1", "progress=false", "logger=csv", *PLAIN]
 
 
 class _Unkeyed(TextTreeGame):

@@ -39,15 +39,11 @@ The reference policy of the KL term is the initial one (kept only when
 `kl_coef > 0`), or the policy at the last refresh (`reference_every`, the
 regularised Nash dynamics of `coplay.algos.common.group_rl`).
 
-Rewards beyond the environment's: `entropy_reward=tau` adds -tau log pi(y) to
-each utterance's speaker, and `repeat_penalty=lambda` takes lambda times the
-share of the update's utterances of the same agent (of `repeat_agents`) that
-are the same utterance (R-Zero's repetition penalty, Huang et al., 2025, with
-exact matches for its BLEU clusters): a batch-level term that no single episode
-can compute, and that keeps a proposer from posing one problem over and over.
-
-Padding, finished episodes' steps, the opponents' turns and the tokens after
-an utterance's `<end>` carry no weight anywhere.
+Rewards beyond the environment's: `entropy_reward` (maximum-entropy RL over
+utterances) and `repeat_penalty` (R-Zero's repetition penalty, Huang et al.,
+2025, with exact matches for its BLEU clusters: a batch-level term that keeps a
+proposer from posing one problem over and over). Padding, finished episodes'
+steps, the opponents' turns and the tokens after `<end>` carry no weight.
 """
 
 from __future__ import annotations
@@ -73,7 +69,7 @@ from coplay.algos.common.arena import (
     opponents_say,
     seat_rows,
 )
-from coplay.algos.common.evaluation import make_evaluator
+from coplay.algos.common.evaluation import text_evaluator
 from coplay.algos.common.group_advantages import Episodes, estimator, view_keys
 from coplay.algos.common.group_rl import GroupRLConfig, check_group_rl
 from coplay.algos.common.repetition import agent_set, repeat_share
@@ -85,8 +81,6 @@ from coplay.core.errors import ConfigError
 from coplay.core.policy import Evaluator, Policy
 from coplay.core.types import EnvSpec
 from coplay.envs.text.base import MovesAsMask, TextEnv
-from coplay.envs.text.scoring import score_text_policy
-from coplay.envs.text.tree_games import TextTreeGame
 from coplay.envs.text.vocab import PAD, spoken
 from coplay.nets.token_policy import Speakers, TokenPolicy, scripted
 from coplay.wrappers import EpisodeStats
@@ -121,13 +115,10 @@ class Config(GroupRLConfig, ArenaConfig):
     layers: int = param(2, "transformer blocks", min=1)
     heads: int = param(4, "attention heads (must divide width)", min=1)
 
-    # Plain self-play GRPO settles on a pure strategy in poker (Kuhn: exploitability 1/3). A KL
-    # to a reference policy refreshed every few hundred updates (mirror descent), decoding
-    # restricted to the legal moves and a smaller model reach near-equilibrium play instead;
-    # on Leduc with an entropy reward as well (magnetic mirror descent).
-    _POKER: ClassVar[dict[str, Any]] = {"decoding": "legal", "estimator": "dr_grpo", "kl_coef": 0.2,
-                                        "reference_every": 100, "lr": 3e-4, "anneal_lr": True, "layers": 1,
-                                        "width": 32}
+    # Plain self-play settles on a pure strategy in poker; mirror descent (a KL to a reference
+    # refreshed every few hundred updates), legal decoding and a smaller model do not.
+    _POKER: ClassVar[dict[str, Any]] = dict(decoding="legal", estimator="dr_grpo", kl_coef=0.2, reference_every=100,
+                                            lr=3e-4, anneal_lr=True, layers=1, width=32)
     recommended: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "text:kuhn_poker": _POKER,
         "text:leduc_holdem": {**_POKER, "kl_coef": 0.5, "reference_every": 200, "entropy_reward": 0.5},
@@ -237,21 +228,11 @@ class GRPO(Trainer[Config]):
                                                  f"far beyond the clip range algo.clip_eps={c.clip_eps}")})
 
     def evaluator(self, episodes: int) -> Evaluator:
-        """Self-play episodes (the policy in every seat), with the rate of invalid
-        utterances; on a game with an exact tree (text:kuhn_poker, text:leduc_holdem)
-        also the text policy's exploitability and NashConv (the same value in every
-        episode's entry)."""
-        play = make_evaluator(self.policy(), episodes)
-        if not isinstance(self.env, TextTreeGame):
-            return play
-        env, c = self.env, self.config
-
-        def evaluate(params, key):
-            score = score_text_policy(env, self.model, params, c.temperature, per_role=not c.share_params,
-                                      legal_only=c.decoding == "legal")
-            return {**play(params, key), **score.measures(episodes)}
-
-        return evaluate
+        """Self-play episodes with the rate of invalid utterances, and the text policy's
+        exact exploitability or its results against random legal moves (`text_evaluator`)."""
+        c = self.config
+        return text_evaluator(self.env, self.policy(), self.model, episodes, c.temperature,
+                              per_role=not c.share_params, legal_only=c.decoding == "legal")
 
     # ----- one update -------------------------------------------------------------------------------
     def _play(self, state: TrainState, key: jax.Array):

@@ -55,8 +55,8 @@ from flax import struct
 from coplay.algos.base import Capabilities, Health, Trainer, per_env
 from coplay.algos.common import opponent_pool, ppo
 from coplay.algos.common.advantages import gae
-from coplay.algos.common.arena import PoolConfig, after_games, redraw_ended, seat_row
-from coplay.algos.common.matches import make_match, outcomes, random_policy, sample_from_mask
+from coplay.algos.common.arena import PoolConfig, after_games, against_random, redraw_ended, seat_row
+from coplay.algos.common.matches import outcomes, sample_from_mask
 from coplay.algos.common.opponent_pool import Pool
 from coplay.algos.common.rollout import reset_envs, rollout
 from coplay.core.compile import jit
@@ -224,23 +224,7 @@ class SelfPlayPPO(Trainer[Config]):
     def evaluator(self, episodes: int) -> Evaluator:
         """`evaluate(params, key) -> dict of [episodes']` against random legal moves, the
         learner in each seat for an equal share of the games (episodes' >= episodes)."""
-        n = self.num_agents
-        per_seat = -(-episodes // n)
-        me, rand = self.policy(), random_policy(self.env)
-        matches = [make_match(self.env, [me if i == s else rand for i in range(n)], per_seat) for s in range(n)]
-
-        def evaluate(params, key):
-            parts = []
-            for s, (play, k) in enumerate(zip(matches, jax.random.split(key, n))):
-                out = play([params if i == s else None for i in range(n)], k)
-                res = outcomes(out["return"], s)
-                del res["points"]
-                res.update({"length": out["length"].astype(jnp.float32), "finished": out["finished"],
-                            "moved_first": (out["first"] == s).astype(jnp.float32)})
-                parts.append(res)
-            return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
-
-        return evaluate
+        return against_random(self.env, self.policy(), episodes)
 
     # ----- learning -----------------------------------------------------------------------------
     def _loss(self, params, mb: dict):

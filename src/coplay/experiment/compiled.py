@@ -262,10 +262,10 @@ class CompiledEngine(Engine):
         return self._state
 
     def baseline(self, headline: Headline) -> float | None:
-        """The random policy's score, over as many episodes as the final evaluation played."""
+        """The random policy's score, over as many episodes as the final evaluation played (256 to 1,024)."""
         run = self.exp.run
         return compiled_baseline(headline, self.learner, self.plan.env, self.plan.reference,
-                                 min(run.eval_episodes * run.seeds, 1024), run.seed)
+                                 min(max(run.eval_episodes * run.seeds, 256), 1024), run.seed)
 
     def finish(self, run_dir: Path, rows: list[dict], evals: list[tuple[int, Evaluation]]) -> dict:
         p, exp, trainer = self.plan, self.exp, self.learner

@@ -9,9 +9,10 @@ Every kind of run has a headline measure, chosen from what its evaluation report
     win              self-play of a board game: the rate of games won against random legal moves
     return           everything else: the episode's summed reward, averaged over agents
 
-The end-of-run lines, `curve.png`, `coplay eval` and summary.json all show it beside
-its random baseline: the same measure for a policy that plays uniformly among the legal
-actions (uniformly in the bounds for continuous actions), on the same environment.
+The end-of-run lines, `curve.png` and summary.json show it beside its random baseline:
+the same measure for a policy that plays uniformly among the legal actions, on the same
+environment (for a game in words, uniformly among the game's legal moves; none is
+computed for continuous actions).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ import jax
 import numpy as np
 
 from coplay.algos.common.evaluation import make_evaluator
-from coplay.algos.common.matches import make_match, outcomes, random_policy
+from coplay.algos.common.matches import bare_env, make_match, outcomes, random_policy
 from coplay.core.compile import jit_once
+from coplay.envs.text.games import TextGame
 from coplay.envs.trees.tree import GameTree
 from coplay.envs.trees.values import TreeArrays, exploitability
+from coplay.wrappers.episode_stats import EpisodeStats
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ def compiled_baseline(headline: Headline, trainer: Any, env: Any, reference: np.
         return tree_baseline(env)
     key = jax.random.PRNGKey(seed)
     played = trainer.policy().env
+    if isinstance(bare_env(played), TextGame):   # a game in words: random legal moves of the game underneath
+        played = EpisodeStats(bare_env(played).game)
     if headline is WIN:   # random legal moves against random legal moves, in every seat in turn
         n = played.spec.num_agents
         out = jit_once(make_match(played, [random_policy(played)] * n, -(-episodes // n)))([None] * n, key)

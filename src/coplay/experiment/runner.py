@@ -65,9 +65,9 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
     applied = {k: v for k, v in recommended(type(exp.algo_config), exp.env).items()
                if getattr(exp.algo_config, k) == v}
     if applied and resume_dir is None:
+        shown = " ".join(f"algo.{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in applied.items())
         print(f"algo={exp.algo} on env={exp.env} starts from the settings recommended there (its defaults do not "
-              f"learn it): {' '.join(f'algo.{k}={v}' for k, v in applied.items())}; set a field to change it",
-              flush=True)
+              f"learn it): {shown}; set a field to change it", flush=True)
     try:
         with callback_errors():  # a bridged environment's error keeps its type and message
             run_dir = open_run_dir(exp.run.out_dir, exp.run.name, exp.algo, exp.env, resume_dir)

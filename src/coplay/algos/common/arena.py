@@ -38,12 +38,12 @@ from flax import struct
 
 from coplay.algos.common import opponent_pool
 from coplay.algos.common.bots import BOTS, Bot, make_bot
-from coplay.algos.common.matches import outcomes
+from coplay.algos.common.matches import make_match, outcomes, random_policy
 from coplay.algos.common.opponent_pool import Pool
 from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
-from coplay.core.policy import Policy
+from coplay.core.policy import Evaluator, Policy
 from coplay.envs.text.games import TextGame
 from coplay.nets.token_policy import Speakers, Utterance, scripted
 
@@ -251,3 +251,27 @@ def outcome_means(result: dict[str, jax.Array], games: jax.Array, prefix: str = 
     where `games` [E] (0 where there are none)."""
     n = jnp.maximum(jnp.sum(games), 1)
     return {prefix + k: jnp.sum(jnp.where(games, result[k], 0.0)) / n for k in ("return", "win", "draw", "loss")}
+
+
+def against_random(env: Env, me: Policy, episodes: int) -> Evaluator:
+    """`evaluate(params, key) -> dict of [episodes']`: `me` (with `params`) in each seat of
+    `env` in turn, for an equal share of the games (episodes' >= episodes), against
+    uniformly random legal moves in the others: its `return`, `win`, `draw` and `loss`,
+    the game's `length`, whether it `finished`, and whether `me` `moved_first`."""
+    n = env.spec.num_agents
+    per_seat = -(-episodes // n)
+    rand = random_policy(env)
+    matches = [make_match(env, [me if i == s else rand for i in range(n)], per_seat) for s in range(n)]
+
+    def evaluate(params, key):
+        parts = []
+        for s, (play, k) in enumerate(zip(matches, jax.random.split(key, n))):
+            out = play([params if i == s else None for i in range(n)], k)
+            res = outcomes(out["return"], s)
+            del res["points"]
+            res.update({"length": out["length"].astype(jnp.float32), "finished": out["finished"],
+                        "moved_first": (out["first"] == s).astype(jnp.float32)})
+            parts.append(res)
+        return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
+
+    return evaluate

@@ -7,8 +7,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from coplay.algos.common.arena import against_random
 from coplay.algos.common.rollout import play_until_done, reset_envs
 from coplay.core.policy import Evaluator, Policy
+from coplay.envs.text.games import TextGame
+from coplay.envs.text.scoring import score_text_policy, speaker
+from coplay.envs.text.tree_games import TextTreeGame
 
 
 def make_evaluator(policy: Policy, episodes: int) -> Evaluator:
@@ -49,3 +53,31 @@ def make_evaluator(policy: Policy, episodes: int) -> Evaluator:
         return out
 
     return evaluate
+
+
+def text_evaluator(env: Any, policy: Policy, model: Any, episodes: int, temperature: float = 1.0, *,
+                   per_role: bool = False, legal_only: bool = False) -> Evaluator:
+    """A token-level text policy's evaluation on text environment `env`: self-play episodes
+    (the policy in every seat, `make_evaluator`), and where the game allows more,
+    - a game with an exact tree (text:kuhn_poker, text:leduc_holdem): the policy's exact
+      exploitability, NashConv and invalid mass (`score_text_policy` with `model`,
+      `temperature`, `per_role`, `legal_only`; the same value in every episode's entry);
+    - another game of rivals in words: its `win`, `draw` and `loss` rates against random
+      legal moves of the game underneath, in every seat in turn."""
+    play = make_evaluator(policy, episodes)
+    if isinstance(env, TextTreeGame):
+        def scored(params, key):
+            score = score_text_policy(env, model, params, temperature, per_role=per_role, legal_only=legal_only)
+            return {**play(params, key), **score.measures(episodes)}
+
+        return scored
+    if not isinstance(env, TextGame) or len(set(env.spec.teams)) < 2:
+        return play
+    versus = against_random(env.game, speaker(env, policy), episodes)
+
+    def against(params, key):
+        k_self, k_versus = jax.random.split(key)
+        results = versus(params, k_versus)
+        return {**play(params, k_self), **{k: results[k] for k in ("win", "draw", "loss")}}
+
+    return against
