@@ -94,6 +94,9 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
     from coplay.experiment.headline import POLICY_MEASURES, RETURN
     from coplay.experiment.playback import evaluate_run
 
@@ -103,9 +106,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
           "summary.json, played others)")
     print(f"{RETURN.label}, mean of each seed: " + ", ".join(f"{v:.3f}" for v in out["per_seed"]))
     print(f"{RETURN.label}, IQM over seeds, 95% CI: {out['return']}")
+    summary = Path(args.run_dir) / "summary.json"
+    head = json.loads(summary.read_text()).get("headline") if summary.is_file() else None
+    if head and head.get("random_baseline") is not None:
+        print(f"{head['label']} of a uniformly random policy (from summary.json): {head['random_baseline']:.4g}")
     for name, value in sorted(out["measures"].items()):
         if name in POLICY_MEASURES:
             print(f"{name}: {value:.4g} (of the policy, mean over seeds)")
+        elif name == "length":
+            print(f"length: {value:.4g} (steps per episode, mean over seeds and episodes)")
         else:
             print(f"{name}: {value:.4g} (per episode, summed over its steps; mean over seeds and episodes)")
     if "front" in out:
