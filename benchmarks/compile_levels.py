@@ -11,12 +11,11 @@ the runner's own code), compiled at 3, 2 and 0 in turn (the compilation cache of
 then run once from the run's initial state. Levels are interleaved within a repeat;
 each figure is the median over repeats.
 
-Results go to benchmarks/results/compile_levels.json and BENCHMARKS.md."""
+Results go to benchmarks/results/compile_levels.json, then BENCHMARKS.md (benchmarks/page.py)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ import jax
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, cores, cpu_model, write_section  # noqa: E402
+from _common import regenerate_page, stamp, table, write_results  # noqa: E402
 
 from coplay.core import compile as compile_options  # noqa: E402
 from coplay.experiment import compiled, runner  # noqa: E402
@@ -42,11 +41,12 @@ ROWS = {
                              "total_steps=36864", "chunk_steps=2304", "seeds=1"],
 }
 LEVELS = (3, 2, 0)
+RESULTS = "compile_levels.json"
 
 
 def measure(args: list[str], level: int) -> tuple[float, float, int]:
     """(compile s, run s, updates) of the run's chunk compiled at `level`."""
-    p = compiled.plan(runner.resolve(args + ["progress=false", "tensorboard=false"]))
+    p = compiled.plan(runner.resolve(args + ["progress=false", "logger=csv"]))
     try:
         state = compiled.place(p, compiled.init_state(p))
         saved = compile_options.RUN_OPTIONS
@@ -56,10 +56,10 @@ def measure(args: list[str], level: int) -> tuple[float, float, int]:
         finally:
             compile_options.RUN_OPTIONS = saved
         t = time.perf_counter()
-        compiled = chunk.lower(state).compile()
+        program = chunk.lower(state).compile()
         compile_s = time.perf_counter() - t
         t = time.perf_counter()
-        jax.block_until_ready(compiled(state))
+        jax.block_until_ready(program(state))
         return compile_s, time.perf_counter() - t, p.updates_per_chunk
     finally:
         p.env.close()
@@ -87,25 +87,30 @@ def main() -> None:
     result = {name: {str(lv): {"compile_s": float(np.median([c for c, _ in v])),
                                "run_s": float(np.median([t for _, t in v]))} for lv, v in per.items()}
               for name, per in times.items()}
-    out = ROOT / "benchmarks" / "results" / "compile_levels.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"updates": updates, "repeats": a.repeats, "result": result}, indent=1))
-    lines = [f"`python benchmarks/compile_levels.py --repeats {a.repeats}` on {cores()} cores, "
-             f"{cpu_model()}, JAX {jax.__version__}. One training chunk per row, built by `compiled.chunk_function`, "
-             "compiled at XLA's LLVM optimisation level 3 (XLA's default), 2 (coplay's `jit`) and 0 (coplay's "
-             "`jit_once`), the compilation cache off, then run once; medians over repeats, levels interleaved. "
-             "coplay compiled its training programs at level 3 until 2026-11-25: the compile times of coplay in "
-             "sections measured before then are level 3's.",
-             "", "| chunk | updates | compile s: 3 / 2 / 0 | run s: 3 / 2 / 0 | level 2 vs 3: compile, run |",
-             "|---|---|---|---|---|"]
-    for name, per in result.items():
+    write_results("compile_levels", {**stamp(), "updates": updates, "repeats": a.repeats, "result": result})
+    regenerate_page()
+
+
+def section(data: dict) -> str:
+    where = f"on {data['machine']}" if "machine" in data else "(machine not recorded)"
+    lines = ["## Compile levels", "",
+             f"`python benchmarks/compile_levels.py --repeats {data['repeats']}` {where}. One training chunk per row, "
+             "built by `compiled.chunk_function`, compiled at XLA's LLVM optimisation level 3 (XLA's default), 2 "
+             "(coplay's `jit`) and 0 (coplay's `jit_once`), the compilation cache off, then run once; medians over "
+             "repeats, levels interleaved.", ""]
+    rows = []
+    for name, per in data["result"].items():
         c = [per[str(lv)]["compile_s"] for lv in LEVELS]
         t = [per[str(lv)]["run_s"] for lv in LEVELS]
-        lines.append(f"| {name} | {updates[name]} | {c[0]:.2f} / {c[1]:.2f} / {c[2]:.2f} | "
-                     f"{t[0]:.2f} / {t[1]:.2f} / {t[2]:.2f} | {c[1] / c[0]:.2f}x, {t[1] / t[0]:.2f}x |")
-    write_section("compile_levels", "## Compile levels\n\n" + "\n".join(lines))
-    print("\n".join(lines))
+        rows.append([name, data["updates"][name], " / ".join(f"{x:.2f}" for x in c), " / ".join(f"{x:.2f}" for x in t),
+                     f"{c[1] / c[0]:.2f}x, {t[1] / t[0]:.2f}x"])
+    lines += table(["chunk", "updates", "compile s: 3 / 2 / 0", "run s: 3 / 2 / 0", "level 2 vs 3: compile, run"],
+                   rows)
+    return "\n".join(lines)
 
+
+def claims(data: dict) -> list[dict]:
+    return []
 
 if __name__ == "__main__":
     main()

@@ -9,7 +9,8 @@ otherwise), evaluated every tenth of the run. Reported per estimator, as IQM
 and 95% stratified-bootstrap CI over seeds (the run's own summary.json): the
 text policy's exact exploitability at the end, the lowest it reached on the way
 (each seed's minimum over the evaluations), and the invalid-utterance mass at
-the end. Results go to benchmarks/results/grpo_estimators.json and BENCHMARKS.md.
+the end. Results go to benchmarks/results/grpo_estimators.json, then BENCHMARKS.md
+(benchmarks/page.py).
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, write_section  # noqa: E402
-from train_throughput import machine  # noqa: E402
+from _common import regenerate_page, stamp, write_results  # noqa: E402
 
 import coplay  # noqa: E402
 from coplay.eval.stats import summarize  # noqa: E402
 
+RESULTS = "grpo_estimators.json"
 ESTIMATORS = ("grpo", "rae", "dr_grpo", "rloo")
 EPISODES, STEPS = 64, 3          # episodes per update (defaults), steps reserved per Kuhn episode
 
@@ -39,7 +40,7 @@ def run(estimator: str, seeds: int, updates: int, out: Path) -> dict:
     per_update = EPISODES * STEPS
     args = ["algo=grpo", "env=text:kuhn_poker", f"algo.estimator={estimator}", f"seeds={seeds}",
             f"total_steps={updates * per_update}", f"chunk_steps={updates * per_update // 10}",
-            "eval_every=1", "eval_episodes=16", "progress=false", "tensorboard=false", f"out_dir={out}",
+            "eval_every=1", "eval_episodes=16", "progress=false", "logger=csv", f"out_dir={out}",
             f"name={estimator}"]
     t = time.perf_counter()
     result = coplay.train(args)
@@ -52,7 +53,8 @@ def run(estimator: str, seeds: int, updates: int, out: Path) -> dict:
             "invalid_mass": final["invalid_mass"]}
 
 
-def table(results: list[dict], info: str, seeds: int, updates: int) -> str:
+def section(data: dict) -> str:
+    results, info, seeds, updates = data["results"], data["machine"], data["seeds"], data["updates"]
     fmt = lambda s: f"{s['iqm']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]"  # noqa: E731
     lines = [
         "## Advantage estimators on Kuhn poker in words: same budget, same seeds",
@@ -60,7 +62,7 @@ def table(results: list[dict], info: str, seeds: int, updates: int) -> str:
         f"`python benchmarks/grpo_estimators.py --seeds {seeds} --updates {updates}` on {info}. `algo=grpo` "
         f"self-play on `text:kuhn_poker`, defaults but the estimator, {updates} updates of {EPISODES} episodes, "
         f"seeds 0..{seeds - 1} for every estimator. IQM and 95% CI over seeds of the text policy's exact "
-        "exploitability (a uniformly random move policy: 0.458).",
+        "exploitability.",
         "",
         "| estimator | final exploitability | lowest on the way | invalid mass at the end | wall time (s) |",
         "|---|---|---|---|---|",
@@ -85,10 +87,12 @@ def main() -> None:
             print(json.dumps(r), flush=True)
     if args.quick:
         return
-    info = machine()
-    path = ROOT / "benchmarks" / "results" / "grpo_estimators.json"
-    path.write_text(json.dumps({"machine": info, "seeds": seeds, "updates": updates, "results": results}, indent=2))
-    write_section("grpo_estimators", table(results, info, seeds, updates))
+    write_results("grpo_estimators", {**stamp(), "seeds": seeds, "updates": updates, "results": results})
+    regenerate_page()
+
+
+def claims(data: dict) -> list[dict]:
+    return []
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ the episode length at the end beside the shortest paths' mean, and the success
 curve. The seeds are the same in every arm (the same initial model, the same
 first layouts), so GiGPO's differences from GRPO are also given seed by seed
 (paired): IQM and CI of the per-seed differences. Results go to
-benchmarks/results/grpo_gigpo.json and BENCHMARKS.md.
+benchmarks/results/grpo_gigpo.json, then BENCHMARKS.md (benchmarks/page.py).
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ import jax
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, write_section  # noqa: E402
-from train_throughput import machine  # noqa: E402
+from _common import regenerate_page, stamp, write_results  # noqa: E402
 
 import coplay  # noqa: E402
 from coplay.eval.stats import summarize  # noqa: E402
 
+RESULTS = "grpo_gigpo.json"
 ARMS = (("grpo", "grpo", ()), ("gigpo, gamma 0.95", "gigpo", ("algo.gamma=0.95",)),
         ("gigpo, gamma 1", "gigpo", ("algo.gamma=1.0",)))
 EPISODES, GROUP = 64, 8
@@ -58,7 +58,7 @@ def run(label: str, estimator: str, extra: tuple[str, ...], seeds: int, updates:
     per_update = EPISODES * steps
     args = ["algo=grpo", "env=text:gridworld", f"algo.estimator={estimator}", *SETTINGS, *extra, f"seeds={seeds}",
             f"total_steps={updates * per_update}", f"chunk_steps={updates * per_update // EVALS}", "eval_every=1",
-            f"eval_episodes={EVAL_EPISODES}", "progress=false", "tensorboard=false", f"out_dir={out}",
+            f"eval_episodes={EVAL_EPISODES}", "progress=false", "logger=csv", f"out_dir={out}",
             f"name={estimator}{len(extra)}"]
     t = time.perf_counter()
     result = coplay.train(args)
@@ -97,7 +97,9 @@ def shortest_paths(episodes: int = 2048) -> float:
     return float(np.mean([env.shortest_path(jax.tree.map(lambda x, i=i: x[i], host)) for i in range(episodes)]))
 
 
-def table(results: list[dict], info: str, seeds: int, updates: int, optimum: float) -> str:
+def section(data: dict) -> str:
+    results, info, seeds, updates = data["results"], data["machine"], data["seeds"], data["updates"]
+    optimum = data["optimum_length"]
     fmt = lambda s, d=2: f"{s['iqm']:.{d}f} [{s['ci_low']:.{d}f}, {s['ci_high']:.{d}f}]"  # noqa: E731
     lines = [
         "## GiGPO against GRPO on a gridworld in words: same budget, same seeds",
@@ -173,13 +175,16 @@ def main() -> None:
     paired(results)
     optimum = shortest_paths()
     if args.quick:
-        print(table(results, "this machine", seeds, updates, optimum))
+        print(section({"results": results, "machine": "this machine", "seeds": seeds, "updates": updates,
+                       "optimum_length": optimum}))
         return
-    info = machine()
-    path = ROOT / "benchmarks" / "results" / "grpo_gigpo.json"
-    path.write_text(json.dumps({"machine": info, "seeds": seeds, "updates": updates, "optimum_length": optimum,
-                                "results": results}, indent=2))
-    write_section("grpo_gigpo", table(results, info, seeds, updates, optimum))
+    write_results("grpo_gigpo", {**stamp(), "seeds": seeds, "updates": updates, "optimum_length": optimum,
+                                 "results": results})
+    regenerate_page()
+
+
+def claims(data: dict) -> list[dict]:
+    return []
 
 
 if __name__ == "__main__":

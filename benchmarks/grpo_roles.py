@@ -4,8 +4,8 @@
     python benchmarks/grpo_roles.py --quick         # 1 seed, a few updates, nothing written
     python benchmarks/grpo_roles.py --only "dr_mas, repeat_penalty 4 on the proposer"
                                                     # one setting's curve, printed; nothing written
-    python benchmarks/grpo_roles.py --only "..." --updates 600 --section grpo_roles_moves
-                                                    # the same, written to BENCHMARKS.md
+    python benchmarks/grpo_roles.py --only "..." --updates 600 --name moves
+                                                    # the same, written to the study grpo_roles_runs/
 
 Learning. `algo=grpo` (one model for the three roles, conditioned on the role)
 trains on `text:arithmetic_roles` through `coplay.train`, with sums of operands
@@ -36,7 +36,8 @@ Dr. MAS. With `reward_scale=1,100,1` (the solver's rewards x100), GRPO's
 pooled z-score (all roles of a group together) against Dr. MAS's per-role one,
 same seeds and budget: per-role success rates (unaffected by the scale), the
 gradient norm, IQM and 95% CI over seeds (`coplay.eval.stats.summarize`).
-Results go to benchmarks/results/grpo_roles.json and BENCHMARKS.md.
+Results go to benchmarks/results/grpo_roles.json (an `--only` run's with `--name` to the
+study benchmarks/results/grpo_roles_runs/), then BENCHMARKS.md (benchmarks/page.py).
 """
 
 from __future__ import annotations
@@ -54,15 +55,16 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, write_results, write_section  # noqa: E402
-from train_throughput import machine  # noqa: E402
+from _common import machine, regenerate_page, stamp, table, write_results  # noqa: E402
 
 import coplay  # noqa: E402
 from coplay.algos.grpo import GRPO, Config  # noqa: E402
 from coplay.envs.text.roles import PROPOSER, SOLVER  # noqa: E402
+from coplay.eval.stats import iqm as stats_iqm  # noqa: E402
 from coplay.eval.stats import summarize  # noqa: E402
 from coplay.experiment import checkpoint  # noqa: E402
 
+RESULTS = "grpo_roles.json"
 ENV = {"operators": "plus", "max_operand": 4, "attempts": 2, "invalid": "random"}
 MODEL = {"width": 32, "layers": 1, "heads": 2}
 BASE = {"estimator": "dr_mas", "ent_coef": 0.01}
@@ -108,7 +110,7 @@ def train(algo: dict, env: dict, seeds: int, updates: int, out: Path, name: str)
     per_update = algo["episodes"] * (env.get("attempts", 1) + 2)
     args = (["algo=grpo", "env=text:arithmetic_roles", f"seeds={seeds}",
              f"total_steps={updates * per_update}", f"chunk_steps={updates * per_update // CHUNKS}",
-             "eval_every=1", "eval_episodes=128", "keep_checkpoints=1000", "progress=false", "tensorboard=false",
+             "eval_every=1", "eval_episodes=128", "keep_checkpoints=1000", "progress=false", "logger=csv",
              f"out_dir={out}", f"name={name}"]
             + [f"env.{k}={v}" for k, v in env.items()] + [f"algo.{k}={v}" for k, v in algo.items()])
     t = time.perf_counter()
@@ -215,7 +217,8 @@ def fmt(s: dict) -> str:
 
 
 def iqm(values) -> float:
-    return summarize(np.asarray(values)).value
+    """The interquartile mean over seeds (the point `summarize` gives, without its bootstrap interval)."""
+    return float(stats_iqm(np.asarray(values, np.float64)))
 
 
 def posed(point: dict, key: str, spec: str = ".2f") -> str:
@@ -237,9 +240,9 @@ def curve_table(points: list[dict]) -> list[str]:
 
 
 def tables(learning: dict, settings: list[dict], scaled: list[dict], info: str, seeds: int, updates: int,
-           scaled_updates: int) -> str:
-    env = ", ".join(f"{k}={v}" for k, v in ENV.items())
-    model = ", ".join(f"{k}={v}" for k, v in MODEL.items())
+           scaled_updates: int, env_settings: dict = ENV, model_settings: dict = MODEL) -> str:
+    env = ", ".join(f"{k}={v}" for k, v in env_settings.items())
+    model = ", ".join(f"{k}={v}" for k, v in model_settings.items())
     lines = [
         "## Three roles trained together: proposer, solver and verifier on arithmetic in words",
         "",
@@ -334,6 +337,7 @@ LAGS = (1, 3)      # checkpoints between the proposer compared and the present o
 
 
 def only(name: str, algo: dict, seeds: int, updates: int, section: str | None) -> None:
+    """One setting's run, printed; with `section` (--name), written to the study grpo_roles_runs/<section>.json."""
     with tempfile.TemporaryDirectory() as tmp:
         algo = dict(algo)
         env = {**ENV, **algo.pop("env", {})}
@@ -344,8 +348,8 @@ def only(name: str, algo: dict, seeds: int, updates: int, section: str | None) -
     text = only_table(r, section)
     print(text)
     if section:
-        write_results(section, r)
-        write_section(section, text)
+        write_results(f"grpo_roles_runs/{section}", {**stamp(), **r})
+        regenerate_page()
 
 
 def only_table(r: dict, section: str | None) -> str:
@@ -356,7 +360,7 @@ def only_table(r: dict, section: str | None) -> str:
     lines = [
         f"## Three roles: {r['name']}",
         "",
-        f"`{command}{f' --section {section}' if section else ''}` on {r['machine']} "
+        f"`{command}{f' --name {section}' if section else ''}` on {r['machine']} "
         f"({r['seconds']:.0f} s). `text:arithmetic_roles` with "
         f"{', '.join(f'{k}={v}' for k, v in r['env'].items())}; `algo=grpo` with "
         f"{', '.join(f'{k}={v}' for k, v in {**MODEL, **r['algo']}.items())}, {EPISODES} episodes per update. "
@@ -410,10 +414,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1 seed, 20 updates, nothing written")
     parser.add_argument("--only", choices=[*SETTINGS, *EXTRA], help="run this setting alone and print its curve "
                         "(IQM over seeds of the exact scores per chunk); nothing written without --section")
-    parser.add_argument("--section", help="with --only: write its table to BENCHMARKS.md under this name")
+    parser.add_argument("--name", help="with --only: write its results to "
+                        "benchmarks/results/grpo_roles_runs/<name>.json")
     args = parser.parse_args()
     if args.only:
-        only(args.only, {**SETTINGS, **EXTRA}[args.only], args.seeds, args.updates, args.section)
+        only(args.only, {**SETTINGS, **EXTRA}[args.only], args.seeds, args.updates, args.name)
         return
     seeds, updates, scaled_updates = (1, 20, 20) if args.quick else (args.seeds, args.updates, args.scaled_updates)
     runs = []
@@ -429,11 +434,50 @@ def main() -> None:
         scaled = dr_mas_comparison(seeds, scaled_updates, out)
     if args.quick:
         return
-    info = machine()
-    path = ROOT / "benchmarks" / "results" / "grpo_roles.json"
-    path.write_text(json.dumps({"machine": info, "seeds": seeds, "updates": updates, "env": ENV, "model": MODEL,
-                                "runs": runs, "scaled": scaled, "scaled_updates": scaled_updates}, indent=2))
-    write_section("grpo_roles", tables(runs[0], runs[1:], scaled, info, seeds, updates, scaled_updates))
+    write_results("grpo_roles", {**stamp(), "seeds": seeds, "updates": updates, "env": ENV, "model": MODEL,
+                                 "runs": runs, "scaled": scaled, "scaled_updates": scaled_updates})
+    regenerate_page()
+
+
+
+def section(data: dict) -> str:
+    runs = data["runs"]
+    return tables(runs[0], runs[1:], data["scaled"], data["machine"], data["seeds"], data["updates"],
+                  data["scaled_updates"], data.get("env", ENV), data.get("model", MODEL))
+
+
+def claims(data: dict) -> list[dict]:
+    return []
+
+
+STUDY = "grpo_roles_runs/"
+
+
+def study_section(data: dict) -> str:
+    rows = []
+    for _, r in sorted(data.items(), key=lambda kv: kv[1]["name"]):
+        end = r["points"][-1]
+        track = tracking_summary(tracking(r["points"], LAGS[0]))
+        rows.append([r["name"], r["seeds"], r["updates"], f"{iqm(end['solver_all']):.2f}", posed(end, "solver_posed"),
+                     f"{iqm(end['valid']):.2f}", posed(end, "problems", ".1f"),
+                     f"{posed(end, 'learn_posed')} / {iqm(end['learn_all']):.2f}",
+                     f"{track['gain']}, {track['gain_seeds']}", f"{track['follow']}, {track['follow_seeds']}",
+                     f"{r['seconds']:.0f}"])
+    lag = LAGS[0] * next(iter(data.values()))["updates"] // CHUNKS
+    return "\n".join([
+        "## Three roles: settings that keep the proposer writing, and whether it tracks the solver", "",
+        f"A study of {len(data)} runs (`benchmarks/results/grpo_roles_runs/`; its README gives the question and the "
+        "commands): the main run's task with the settings named (`python benchmarks/grpo_roles.py --only "
+        "\"<setting>\" --seeds S --updates U --name NAME`), exact scores at the end as in the main table, IQM over "
+        f"seeds. Tracking, over every checkpoint against the one {lag} updates earlier: now - stale, the learnability "
+        "for the present solver of the problems the present proposer poses minus that of the problems the earlier "
+        "proposer posed, and follow, the correlation over the 25 problems between how much more the proposer poses "
+        "each and how much more learnable it has become; IQM [95% CI] over seeds of each seed's mean, and the seeds "
+        "above 0. A proposer that follows the solver's changing ability has both above 0. Machines: "
+        + "; ".join(sorted({r["machine"] for r in data.values()})) + ".", "",
+        *table(["setting", "seeds", "updates", "solver, all problems", "solver, posed problems", "proposer well-formed",
+                "problems posed", "learnability posed / all", "now - stale, seeds > 0", "follow, seeds > 0",
+                "wall s"], rows)])
 
 
 if __name__ == "__main__":

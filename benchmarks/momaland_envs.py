@@ -14,7 +14,7 @@ utility over 100 evenly spread weights). MOMAland environments that the bridge
 cannot take yet are listed with the reason it gives.
 
 Needs MOMAland (`pip install momaland`); results go to
-benchmarks/results/momaland_envs.json and BENCHMARKS.md."""
+benchmarks/results/momaland_envs.json, then BENCHMARKS.md (benchmarks/page.py)."""
 
 from __future__ import annotations
 
@@ -26,11 +26,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, cores, cpu_model, write_section  # noqa: E402
+from _common import RESULTS as RESULTS_DIR  # noqa: E402
+from _common import regenerate_page, stamp, write_results  # noqa: E402
 
 import coplay  # noqa: E402
 from coplay.core.errors import CoplayError  # noqa: E402
 
+RESULTS = "momaland_envs.json"
 WEIGHTS = 8
 # module -> reference point (weakly worse than every return: each objective's least possible return)
 ROWS = {
@@ -55,7 +57,7 @@ CAUSES = {
         "from 'links' to 'edges' in networkx 3.4: MOMAland's files need an older networkx",
 }
 SETTINGS = ["algo=mo_ppo", f"algo.weights={WEIGHTS}", "algo.num_envs=8", "algo.rollout_len=16",
-            "algo.greedy_eval=true", "eval_episodes=4", "progress=false", "tensorboard=false"]
+            "algo.greedy_eval=true", "eval_episodes=4", "progress=false", "logger=csv"]
 
 
 def row(module: str, ref: str, seeds: int, steps: int, out: Path) -> dict:
@@ -69,13 +71,13 @@ def row(module: str, ref: str, seeds: int, steps: int, out: Path) -> dict:
         return {"module": module, "refused": f"{'' if isinstance(e, CoplayError) else type(e).__name__ + ': '}"
                                              f"{str(e).splitlines()[0][:300]}"}
     final = run.summary["final"]
-    return {"module": module, "reference_point": ref, "seeds": seeds, "steps_per_weight": steps,
+    return {**stamp(), "module": module, "reference_point": ref, "seeds": seeds, "steps_per_weight": steps,
             "weights": len(run.summary["front"]["weights"]),
             "wall_s": time.perf_counter() - t,
             "hypervolume": final["hypervolume"], "expected_utility": final["expected_utility"]}
 
 
-def report(r: dict) -> str:
+def section(r: dict) -> str:
     out = ["## MOMAland's environments through the bridge: the weight sweep's fronts", "",
            f"Machine: {r['machine']}. Command: `python benchmarks/momaland_envs.py --seeds <seeds> --steps "
            f"<steps>`, each row `coplay train {' '.join(SETTINGS)} env=pettingzoo:<module> reference_point=<ref> "
@@ -106,18 +108,21 @@ def main() -> None:
     ap.add_argument("--modules", nargs="*", choices=list(ROWS), help="run these rows only, keeping the others' "
                                                                       "last results")
     a = ap.parse_args()
-    path = ROOT / "benchmarks" / "results" / "momaland_envs.json"
+    path = RESULTS_DIR / RESULTS
     kept = json.loads(path.read_text())["rows"] if a.modules and path.exists() else []
     rows = {x["module"]: x for x in kept}
-    results = {"machine": f"{cpu_model()}, {cores()} cores", "rows": []}
-    path.parent.mkdir(parents=True, exist_ok=True)
+    results = {**stamp(), "rows": []}
     with tempfile.TemporaryDirectory() as tmp:
         for m, ref in ROWS.items():      # written after every row: a long row's result is kept
             if not a.modules or m in a.modules:
                 rows[m] = row(m, ref, a.seeds, a.steps, Path(tmp))
             results["rows"] = [rows[k] for k in ROWS if k in rows]
-            path.write_text(json.dumps(results, indent=1))
-            write_section("momaland_envs", report(results))
+            write_results("momaland_envs", results)
+    regenerate_page()
+
+
+def claims(data: dict) -> list[dict]:
+    return []
 
 
 if __name__ == "__main__":

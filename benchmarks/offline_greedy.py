@@ -11,7 +11,8 @@ checkpoint's policy plays `--episodes` episodes both ways, from the same keys.
 Beside the returns, the share of the greedy episodes that run out of time caught
 in a loop: their last `--loop` steps revisit one or two joint observations over
 and over (agents that stand still, or step back and forth), which a policy
-that draws its actions leaves by chance and a greedy one never does.
+that draws its actions leaves by chance and a greedy one never does. Results go to
+benchmarks/results/offline_greedy_<env>.json, then BENCHMARKS.md (benchmarks/page.py).
 """
 
 from __future__ import annotations
@@ -28,14 +29,15 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import write_results, write_section  # noqa: E402
+from _common import regenerate_page, stamp, table, write_results  # noqa: E402
 from offline_table import behaviour_run, results_name  # noqa: E402
-from train_throughput import machine  # noqa: E402
 
 from coplay.experiment import checkpoint  # noqa: E402
-from coplay.experiment.config import Experiment  # noqa: E402
 from coplay.experiment.compiled import init_state, plan  # noqa: E402
+from coplay.experiment.config import Experiment  # noqa: E402
 from coplay.experiment.loop import check_checkpoint_config  # noqa: E402
+
+RESULTS = ("offline_greedy_foraging.json", "offline_greedy_spread.json")
 
 
 def player(policy, episodes: int, loop: int):
@@ -99,22 +101,37 @@ def main() -> None:
                          "greedy_looped": float(loop_g.mean())})
             print(rows[-1], flush=True)
     name = results_name(args.env, args.env_overrides)
-    write_results(f"offline_greedy_{name}", {"settings": vars(args), "rows": rows, "seconds": time.time() - t0})
-    lines = [f"## The behaviour policies of the offline tables on {name}, drawing and greedy", "",
-             f"`python benchmarks/offline_greedy.py --env {args.env}"
-             + (f" --env-overrides {' '.join(args.env_overrides)}" if args.env_overrides else "")
-             + f" --behaviour-steps {args.behaviour_steps} --episodes {args.episodes}` on {machine()}: the MAPPO run "
-             "the offline table records its datasets from, each kept checkpoint's policy playing "
-             f"{args.episodes} episodes drawing its actions (as it recorded them) and greedily, from the same keys. "
-             f"Looped: episodes that ran out of time with their last {args.loop} steps revisiting the joint "
-             "observation of one or two steps before.", "",
-             "| checkpoint (env steps) | return, drawing | return, greedy | looped, drawing | looped, greedy |",
-             "|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['env_steps']:,} | {r['drawn']:.3f} | {r['greedy']:.3f} | {r['drawn_looped']:.3f} | "
-                     f"{r['greedy_looped']:.3f} |")
-    write_section(f"offline_greedy_{name}", "\n".join(lines))
+    write_results(f"offline_greedy_{name}", {**stamp(), "settings": vars(args), "rows": rows,
+                                             "seconds": time.time() - t0})
+    regenerate_page()
 
+
+TITLE = "The behaviour policies of the offline tables, drawing and greedy"
+
+
+def section(data: dict) -> str:
+    lines = [f"## {TITLE}", "",
+             "The MAPPO run an offline table records its datasets from (`offline_table.py`'s, the same command), each "
+             "kept checkpoint's policy playing its episodes drawing its actions (as it recorded them) and greedily, "
+             "from the same keys. Looped: episodes that ran out of time with their last steps revisiting the joint "
+             "observation of one or two steps before."]
+    for name, d in data.items():
+        a = d["settings"]
+        where = f"on {d['machine']}" if "machine" in d else "(machine not recorded)"
+        lines += ["", f"### {name.removeprefix('offline_greedy_')}", "",
+                  f"`python benchmarks/offline_greedy.py --env {a['env']}"
+                  + (f" --env-overrides {' '.join(a['env_overrides'])}" if a.get("env_overrides") else "")
+                  + f" --behaviour-steps {a['behaviour_steps']} --episodes {a['episodes']}` {where}; {a['episodes']} "
+                  f"episodes per checkpoint, loops of {a['loop']} steps.", "",
+                  *table(["checkpoint (env steps)", "return, drawing", "return, greedy", "looped, drawing",
+                          "looped, greedy"],
+                         [[f"{r['env_steps']:,}", f"{r['drawn']:.3f}", f"{r['greedy']:.3f}", f"{r['drawn_looped']:.3f}",
+                           f"{r['greedy_looped']:.3f}"] for r in d["rows"]])]
+    return "\n".join(lines)
+
+
+def claims(data: dict) -> list[dict]:
+    return []
 
 if __name__ == "__main__":
     main()

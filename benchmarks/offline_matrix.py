@@ -10,8 +10,8 @@ The data, per game: `--episodes` one-shot plays of the optimal joint action
 replaced by a uniform one with probability `--epsilon`, recorded with
 `coplay.offline.record`. Each trainer learns `--steps` gradient steps on it,
 `--seeds` seeds vmapped; a seed recovers the optimum when its greedy joint
-action earns the optimal payoff. Results go to benchmarks/results/offline_matrix.json
-and BENCHMARKS.md."""
+action earns the optimal payoff. Results go to benchmarks/results/offline_matrix.json,
+then BENCHMARKS.md (benchmarks/page.py)."""
 
 from __future__ import annotations
 
@@ -25,11 +25,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-from _common import write_results, write_section  # noqa: E402
+from _common import regenerate_page, stamp, table, write_results  # noqa: E402
 
 import coplay  # noqa: E402
 from coplay.offline import epsilon_mixture, record, save  # noqa: E402
 
+RESULTS = "offline_matrix.json"
 OPTIMUM = {"climbing": ([0, 0], 11.0), "penalty": ([0, 2], 10.0)}
 TRAINERS = [("offline IQL", "iql_cql", ["algo.cql_alpha=0"]), ("iql_cql", "iql_cql", []),
             ("QMIX, no penalty", "qmix_cql", ["algo.cql_alpha=0"]), ("qmix_cql", "qmix_cql", []),
@@ -55,27 +56,38 @@ def main() -> None:
                 run = coplay.train([f"algo={algo}", "env=matrix", f"env.game={game}", "env.rounds=1",
                                     f"algo.dataset={path}", f"seeds={args.seeds}", f"total_steps={args.steps}",
                                     f"chunk_steps={args.steps}", "eval_episodes=2", f"out_dir={tmp}/runs",
-                                    "progress=false", "tensorboard=false", *extra])
+                                    "progress=false", "logger=csv", *extra])
                 per_seed = [float(v) for v in run.final_return["per_seed"]]
                 rows.append({"game": game, "trainer": label, "algo": algo, "overrides": extra, "per_seed": per_seed,
                              "found": int(np.sum(np.asarray(per_seed) == best)), "seeds": args.seeds})
                 print(game, label, per_seed, flush=True)
-    out = {"settings": vars(args), "rows": rows}
-    write_results("offline_matrix", out)
-    lines = ["## Offline coordination on matrix-game data", "",
-             f"`python benchmarks/offline_matrix.py --seeds {args.seeds} --steps {args.steps} --episodes "
-             f"{args.episodes} --epsilon {args.epsilon}`: seeds (of {args.seeds}) whose greedy joint action earns the "
-             f"optimum, after {args.steps} gradient steps on {args.episodes} plays of the optimal joint action with "
-             f"each agent's action made uniform with probability {args.epsilon}; in brackets, the payoffs the seeds "
-             "reached.", "", "| trainer | climbing (optimum 11) | penalty (optimum 10) |", "|---|---|---|"]
-    for label, _, _ in TRAINERS:
-        cells = []
-        for game in OPTIMUM:
-            r = next(r for r in rows if r["game"] == game and r["trainer"] == label)
-            cells.append(f"{r['found']}/{r['seeds']} ({', '.join(f'{v:g}' for v in sorted(set(r['per_seed'])))})")
-        lines.append(f"| {label} | {' | '.join(cells)} |")
-    write_section("offline_matrix", "\n".join(lines))
+    write_results("offline_matrix", {**stamp(), "settings": vars(args), "rows": rows})
+    regenerate_page()
 
+
+def section(data: dict) -> str:
+    a = data["settings"]
+    lines = ["## Offline coordination on matrix-game data", "",
+             f"`python benchmarks/offline_matrix.py --seeds {a['seeds']} --steps {a['steps']} --episodes "
+             f"{a['episodes']} --epsilon {a['epsilon']}`: seeds (of {a['seeds']}) whose greedy joint action earns the "
+             f"optimum, after {a['steps']} gradient steps on {a['episodes']} plays of the optimal joint action with "
+             f"each agent's action made uniform with probability {a['epsilon']}; in brackets, the payoffs the seeds "
+             "reached.", ""]
+    games = list(dict.fromkeys(r["game"] for r in data["rows"]))
+    trainers = list(dict.fromkeys(r["trainer"] for r in data["rows"]))
+    rows = []
+    for label in trainers:
+        cells = []
+        for game in games:
+            r = next(r for r in data["rows"] if r["game"] == game and r["trainer"] == label)
+            cells.append(f"{r['found']}/{r['seeds']} ({', '.join(f'{v:g}' for v in sorted(set(r['per_seed'])))})")
+        rows.append([label, *cells])
+    lines += table(["trainer", *[f"{g} (optimum {OPTIMUM[g][1]:g})" for g in games]], rows)
+    return "\n".join(lines)
+
+
+def claims(data: dict) -> list[dict]:
+    return []
 
 if __name__ == "__main__":
     main()

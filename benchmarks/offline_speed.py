@@ -24,7 +24,10 @@ gradient steps summed, `--steps` / 10 each), one chunk of a run long enough
 to be compiled as training runs are; compile time reported apart and not
 counted. PyTorch:
 `torch.set_num_threads` = the machine's cores; the first 20 steps are not timed.
-Results go to benchmarks/results/offline_speed.json and BENCHMARKS.md.
+The three sides are timed in turn, `--repeats` rounds, on the same number of
+gradient steps (refused otherwise); a ratio is the median of the per-round ratios.
+Results go to benchmarks/results/offline_speed.json, then BENCHMARKS.md
+(benchmarks/page.py).
 """
 
 from __future__ import annotations
@@ -41,14 +44,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import jax  # noqa: E402
 import torch  # noqa: E402
-from _common import write_results, write_section  # noqa: E402
+from _common import fmt_ratio, paired, regenerate_page, same_budget, stamp, table, write_results  # noqa: E402
 from torch import nn  # noqa: E402
-from train_throughput import machine  # noqa: E402
 
 import coplay  # noqa: E402
 from coplay.experiment.compiled import FEW_UPDATES, chunk_function, init_state, plan  # noqa: E402
 from coplay.experiment.config import parse_overrides  # noqa: E402
 from coplay.offline import load, random_policy, record, save  # noqa: E402
+
+RESULTS = "offline_speed.json"
 
 WINDOW, BATCH, HIDDEN, LR, GAMMA, TARGET_EVERY, CLIP, ALPHA = 20, 64, 64, 3e-4, 0.99, 200, 10.0, 1.0
 EMBED, HYPER = 32, 64
@@ -204,14 +208,15 @@ def time_torch(algo: str, net: str, arrays: dict, steps: int) -> float:
 
 # ----- the coplay side ---------------------------------------------------------------------------------------
 
-def time_coplay(algo: str, net: str, dataset: Path, steps: int, seeds: int) -> tuple[float, float]:
-    """(gradient steps per second over all seeds, compile seconds). The timed chunk of `steps` is one of a
+def time_coplay(algo: str, net: str, dataset: Path, steps: int, seeds: int) -> tuple[float, float, int]:
+    """(gradient steps per second over all seeds, compile seconds, gradient steps timed over all seeds).
+    The timed chunk of `steps` is one of a
     run longer than `compiled.FEW_UPDATES` updates: a run of only the timed updates would have its chunk
     compiled as a smoke test's, without machine-code optimisation (`coplay.core.compile`), 2-3x slower
     than any training run's."""
     exp = parse_overrides([f"algo={algo}", "env=spread", f"algo.dataset={dataset}", f"seeds={seeds}",
                            f"total_steps={steps * (FEW_UPDATES + 1)}", f"chunk_steps={steps}",
-                           "algo.grad_steps=100", "progress=false", "tensorboard=false", *SHARED, *NETS[net]])
+                           "algo.grad_steps=100", "progress=false", "logger=csv", *SHARED, *NETS[net]])
     p = plan(exp)
     assert p.num_chunks * p.updates_per_chunk > FEW_UPDATES
     state = init_state(p)
@@ -225,7 +230,8 @@ def time_coplay(algo: str, net: str, dataset: Path, steps: int, seeds: int) -> t
     jax.block_until_ready((state, metrics))
     seconds = time.perf_counter() - t0
     assert np.all(np.isfinite(np.asarray(metrics["loss"])))
-    return p.updates_per_chunk * p.trainer.steps_per_update * seeds / seconds, compile_s
+    done = p.updates_per_chunk * p.trainer.steps_per_update * seeds
+    return done / seconds, compile_s, done
 
 
 def main() -> None:
@@ -246,9 +252,11 @@ def main() -> None:
             steps = args.steps * (1 if net == "GRU" else 5)      # a feed-forward step is the shorter
             runs: dict[str, list[float]] = {"coplay, 1 seed": [], "coplay, 10 seeds": [], "PyTorch": []}
             compile_s = []
-            for _ in range(args.repeats):          # interleaved, so that a slow minute hits every side
-                one, c = time_coplay(algo, net, path, steps, 1)
-                ten, _ = time_coplay(algo, net, path, max(steps // 10, 100), 10)
+            for _ in range(args.repeats):          # in turn, so that a slow minute hits every side
+                one, c, done_one = time_coplay(algo, net, path, steps, 1)
+                ten, _, done_ten = time_coplay(algo, net, path, max(steps // 10, 100), 10)
+                same_budget("coplay, 1 seed", done_one, "PyTorch", steps, "gradient steps")
+                same_budget("coplay, 10 seeds", done_ten, "PyTorch", steps, "gradient steps")
                 runs["coplay, 1 seed"].append(one)
                 runs["coplay, 10 seeds"].append(ten)
                 runs["PyTorch"].append(time_torch(algo, net, arrays, steps))
@@ -256,31 +264,55 @@ def main() -> None:
                 print(net, algo, {k: round(v[-1], 1) for k, v in runs.items()}, flush=True)
             rows.append({"algo": algo, "net": net, "steps": steps, "compile_s": float(np.median(compile_s)),
                          "steps_per_s": {k: float(np.median(v)) for k, v in runs.items()}, "all": runs})
-    out = {"settings": vars(args), "machine": machine(), "torch": torch.__version__, "jax": jax.__version__,
-           "rows": rows}
-    write_results("offline_speed", out)
-    lines = ["## Offline gradient steps per second beside PyTorch", "",
-             f"`python benchmarks/offline_speed.py --steps {args.steps} --repeats {args.repeats}` on {machine()}, "
-             f"PyTorch {torch.__version__} ({torch.get_num_threads()} threads). The same "
-             f"update on both sides: {BATCH} windows per batch, an agent network of {HIDDEN} units shared by "
-             f"spread's 3 agents, double Q, a target copy every {TARGET_EVERY} steps, Adam {LR}, gradient clip "
-             f"{CLIP}. GRU: OG-MARL's IQL+CQL configuration (Linear, ReLU, GRU, Linear; windows of {WINDOW} steps, "
-             f"{args.steps} steps timed); MLP: coplay's default agent (two ReLU layers; one trained step and its "
-             f"bootstrap per window, {args.steps * 5} steps timed). OG-MARL itself is not installable here, so the "
-             "PyTorch side is this file's, written as OG-MARL's systems are: one optimiser step per Python call. "
-             f"Dataset: random play on spread, {args.episodes} episodes. Gradient steps per second, median of "
-             f"{args.repeats}; coplay's compile time apart, not counted.", "",
-             "| algorithm | network | coplay, 1 seed | coplay, 10 seeds vmapped (all seeds' steps) | PyTorch | "
-             "coplay 1 seed / PyTorch | coplay 10 seeds / PyTorch | coplay compile s |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        s = r["steps_per_s"]
-        lines.append(f"| {r['algo']} | {r['net']} | {s['coplay, 1 seed']:.0f} | {s['coplay, 10 seeds']:.0f} | "
-                     f"{s['PyTorch']:.0f} | "
-                     f"{s['coplay, 1 seed'] / s['PyTorch']:.2f}x | {s['coplay, 10 seeds'] / s['PyTorch']:.2f}x | "
-                     f"{r['compile_s']:.1f} |")
-    write_section("offline_speed", "\n".join(lines))
+    write_results("offline_speed", {"settings": vars(args), **stamp(), "torch": torch.__version__,
+                                    "jax": jax.__version__, "threads": torch.get_num_threads(), "rows": rows})
+    regenerate_page()
 
+
+# ----- the page ----------------------------------------------------------------------------------------------
+
+TITLE = "Offline gradient steps per second beside PyTorch"
+
+
+def section(data: dict) -> str:
+    a = data["settings"]
+    lines = [f"## {TITLE}", "",
+             f"`python benchmarks/offline_speed.py --steps {a['steps']} --repeats {a['repeats']}` on "
+             f"{data['machine']}, PyTorch {data['torch']}"
+             + (f" ({data['threads']} threads)" if "threads" in data else "") + ". The same update on both sides: "
+             f"{BATCH} windows per batch, an agent network of {HIDDEN} units shared by spread's 3 agents, double Q, a "
+             f"target copy every {TARGET_EVERY} steps, Adam {LR}, gradient clip {CLIP}. GRU: OG-MARL's IQL+CQL "
+             f"configuration (Linear, ReLU, GRU, Linear; windows of {WINDOW} steps, {a['steps']} steps timed); MLP: "
+             "coplay's default agent (two ReLU layers; one trained step and its bootstrap per window, "
+             f"{a['steps'] * 5} steps timed). OG-MARL itself is not installable here, so the PyTorch side is this "
+             "file's, written as OG-MARL's systems are: one optimiser step per Python call. Dataset: random play on "
+             f"spread, {a['episodes']} episodes. Gradient steps per second, the three sides timed in turn, "
+             f"{a['repeats']} rounds: medians over rounds, and the median of the per-round ratios (range in "
+             "brackets); coplay's compile time apart, not counted.", ""]
+    rows = []
+    for r in data["rows"]:
+        s, al = r["steps_per_s"], r["all"]
+        rows.append([r["algo"], r["net"], f"{s['coplay, 1 seed']:.0f}", f"{s['coplay, 10 seeds']:.0f}",
+                     f"{s['PyTorch']:.0f}", fmt_ratio(paired(al["coplay, 1 seed"], al["PyTorch"])),
+                     fmt_ratio(paired(al["coplay, 10 seeds"], al["PyTorch"])), f"{r['compile_s']:.1f}"])
+    lines += table(["algorithm", "network", "coplay, 1 seed", "coplay, 10 seeds vmapped (all seeds' steps)",
+                    "PyTorch", "coplay 1 seed / PyTorch", "coplay 10 seeds / PyTorch", "coplay compile s"], rows)
+    return "\n".join(lines)
+
+
+def claims(data: dict) -> list[dict]:
+    out = []
+    for net in ("GRU", "MLP"):
+        rs = [r for r in data["rows"] if r["net"] == net]
+        if not rs:
+            continue
+        ratios = [paired(r["all"]["coplay, 1 seed"], r["all"]["PyTorch"]) for r in rs]
+        lo, hi = min(x["median"] for x in ratios), max(x["median"] for x in ratios)
+        out.append({"claim": f"offline gradient steps/s beside a PyTorch implementation of the same update ({net})",
+                    "workload": f"{', '.join(r['algo'] for r in rs)} on spread, one seed, {rs[0]['steps']:,} steps",
+                    "ratio": f"{lo:.2f}x-{hi:.2f}x (medians over {ratios[0]['n']} rounds in turn)",
+                    "machine": data["machine"]})
+    return out
 
 if __name__ == "__main__":
     main()

@@ -20,8 +20,9 @@ return (the poor dataset is random play, the good one the run's best
 checkpoint playing, each `--episodes` episodes), so 1 is the best behaviour
 policy's return and 0 random play's, on every dataset of the environment alike;
 IQM and 95% bootstrap CI over seeds. Beside them, each dataset's mean and best
-episode return. Results go to benchmarks/results/offline_<env>.json and
-BENCHMARKS.md; `--table-only` writes the table again from that file."""
+episode return. Results go to benchmarks/results/offline_<env>.json (runs with other
+settings to the studies benchmarks/results/offline_scaling/ and offline_variants/),
+then BENCHMARKS.md (benchmarks/page.py)."""
 
 from __future__ import annotations
 
@@ -35,12 +36,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, write_results, write_section  # noqa: E402
+from _common import RESULTS as RESULTS_DIR  # noqa: E402
+from _common import load, regenerate_page, stamp, table, write_results  # noqa: E402
 
 import coplay  # noqa: E402
-from coplay.eval.stats import iqm_ci  # noqa: E402
+from coplay.eval.stats import iqm, iqm_ci  # noqa: E402
 from coplay.experiment.record import record_dataset  # noqa: E402
 
+RESULTS = ("offline_spread.json", "offline_foraging.json")
 QUALITIES = ("poor", "medium", "good", "replay", "mixed")
 ALGOS = ("bc", "iql_cql", "qmix_cql", "cfcql", "maicq")
 
@@ -68,23 +71,15 @@ def main() -> None:
     ap.add_argument("--algos", nargs="*", default=list(ALGOS))
     ap.add_argument("--qualities", nargs="*", default=list(QUALITIES), choices=QUALITIES,
                     help="the datasets trained on (poor and good are always recorded: they set the scale)")
-    ap.add_argument("--table-only", action="store_true", help="write the table again from the results file")
     ap.add_argument("--merge", action="store_true",
                     help="add these algorithms' rows to the results file's (its datasets are made again, from the "
                          "same seeds, and must come out the same)")
-    ap.add_argument("--scaling", nargs="*", metavar="RESULTS",
-                    help="write one table of the mixed datasets across these results files' names (e.g. spread "
-                         "spread_n_agents6 spread_n_agents10) and stop")
     args = ap.parse_args()
-    if args.scaling:
-        write_scaling(args.scaling)
-        return
     overrides = args.env_overrides + args.algo_overrides
     name = (results_name(args.env, overrides) + (f"_score{args.score_episodes}" if args.score_episodes else "")
             + (f"_data{args.data_seed}" if args.data_seed else ""))
-    if args.table_only:
-        write_table(name, json.loads((RESULTS / f"offline_{name}.json").read_text()))
-        return
+    where = results_file(name, args.env, overrides, not (args.algo_overrides or args.score_episodes or args.data_seed
+                                                         or args.episodes != 500))
     env_args = [f"env={args.env}", *args.env_overrides]
     t0 = time.time()
     out: dict = {"settings": vars(args), "datasets": {}, "rows": []}
@@ -101,7 +96,7 @@ def main() -> None:
                                         "return_max": s["return_max"], "random": rec["random_score"],
                                         "checkpoints": rec["checkpoints"]}
             print(quality, out["datasets"][quality]["return_mean"], s["return_max"], flush=True)
-        results = RESULTS / f"offline_{name}.json"
+        results = RESULTS_DIR / f"{where}.json"
         if args.merge and results.exists():
             same_datasets(json.loads(results.read_text()), out)     # before anything trains on them
         for quality in args.qualities:
@@ -111,15 +106,15 @@ def main() -> None:
                 run = coplay.train([f"algo={algo}", *env_args, f"algo.dataset={d['path']}", f"seeds={args.seeds}",
                                     f"total_steps={args.grad_steps}", f"chunk_steps={args.grad_steps}",
                                     f"eval_episodes={args.score_episodes or args.eval_episodes}", "progress=false",
-                                    "tensorboard=false", f"out_dir={tmp}/runs", *args.algo_overrides])
+                                    "logger=csv", f"out_dir={tmp}/runs", *args.algo_overrides])
                 out["rows"].append({"quality": quality, "algo": algo, "per_seed": run.final_return["per_seed"],
                                     "seconds": time.time() - t})
                 print(quality, algo, run.final_return["iqm"], f"{time.time() - t:.0f} s", flush=True)
     out["seconds"] = time.time() - t0
     if args.merge and results.exists():
         out = merged(json.loads(results.read_text()), out)
-    write_results(f"offline_{name}", out)
-    write_table(name, out)
+    write_results(where, {**stamp(), **out})
+    regenerate_page()
 
 
 def positive(text: str) -> int:
@@ -139,7 +134,7 @@ def behaviour_run(env_args: list[str], steps: int, chunks: int, out_dir: str, se
     one checkpoint kept per chunk."""
     return coplay.train(["algo=mappo", *env_args, "seeds=1", f"seed={seed}", f"total_steps={steps}",
                          f"chunk_steps={steps // chunks}", f"keep_checkpoints={chunks}", "progress=false",
-                         "tensorboard=false", f"out_dir={out_dir}"])
+                         "logger=csv", f"out_dir={out_dir}"])
 
 
 def merged(old: dict, new: dict) -> dict:
@@ -164,68 +159,145 @@ def same_datasets(old: dict, new: dict) -> None:
                              f"{o['return_mean']}); run every algorithm again without --merge")
 
 
+def results_file(name: str, env: str, overrides: list[str], plain: bool) -> str:
+    """Where a run's results go: the main table's file (no overrides, default data and scoring), the
+    scaling study's (only `env.n_agents`), or the variants study's (any other setting)."""
+    if name == env and plain:
+        return f"offline_{name}"
+    if plain and overrides and all(o.startswith("env.n_agents=") for o in overrides):
+        return f"offline_scaling/{name}"
+    return f"offline_variants/{name}"
+
+
 def cell(out: dict, quality: str, algo: str) -> str:
     """An algorithm's normalised score on a dataset, IQM [95% CI] over seeds, and its return's IQM."""
     random, best = out["datasets"]["poor"]["return_mean"], out["datasets"]["good"]["return_mean"]
-    r = next(r for r in out["rows"] if r["quality"] == quality and r["algo"] == algo)
+    r = next((r for r in out["rows"] if r["quality"] == quality and r["algo"] == algo), None)
+    if r is None:
+        return "–"
     per_seed = np.asarray(r["per_seed"], np.float64)
-    score, ret = iqm_ci(((per_seed - random) / (best - random))[:, None])[0], iqm_ci(per_seed[:, None])[0]
-    return f"{score.value:.2f} [{score.low:.2f}, {score.high:.2f}] ({ret.value:.2f})"
+    score = iqm_ci(((per_seed - random) / (best - random))[:, None])[0]
+    return f"{score.value:.2f} [{score.low:.2f}, {score.high:.2f}] ({float(iqm(per_seed)):.2f})"
 
 
-def write_table(name: str, out: dict) -> None:
-    """The BENCHMARKS.md section of a finished run (`out`, as in its JSON file)."""
+def command(out: dict) -> str:
     a = argparse.Namespace(**out["settings"])
-    random, best = out["datasets"]["poor"]["return_mean"], out["datasets"]["good"]["return_mean"]
-    lines = [f"## Offline trainers on {name}", "",
-             f"`python benchmarks/offline_table.py --env {a.env}"
-             + (f" --env-overrides {' '.join(a.env_overrides)}" if a.env_overrides else "")
-             + (f" --qualities {' '.join(a.qualities)}" if list(getattr(a, "qualities", QUALITIES)) != list(QUALITIES)
-                else "")
-             + (f" --algo-overrides {' '.join(a.algo_overrides)}" if getattr(a, "algo_overrides", []) else "")
-             + (f" --algos {' '.join(a.algos)}" if list(a.algos) != list(ALGOS) else "")
-             + f" --behaviour-steps {a.behaviour_steps} --episodes {a.episodes} --seeds {a.seeds} "
-               f"--grad-steps {a.grad_steps}"
-             + (f" --score-episodes {a.score_episodes}" if getattr(a, "score_episodes", None) else "")
-             + (f" --data-seed {a.data_seed}" if getattr(a, "data_seed", 0) else "")
-             + f"` ({out['seconds'] / 60:.0f} min). Datasets of {a.episodes} episodes "
-               f"from a MAPPO run of {a.behaviour_steps:,} steps; per-agent returns. Normalised score, IQM [95% CI] "
-               f"over {a.seeds} seeds, each scored on {getattr(a, 'score_episodes', None) or a.eval_episodes} "
-               f"episodes: (return - random play's {random:.2f}) / (the best behaviour policy's {best:.2f} "
-               "- random play's), each the mean return of its dataset (poor, good); in brackets, the return's IQM.",
-             "",
-             "| dataset | mean return | best episode | " + " | ".join(a.algos) + " |",
-             "|---|---|---|" + "---|" * len(a.algos)]
-    for quality in getattr(a, "qualities", QUALITIES):
-        d = out["datasets"][quality]
-        cells = []
-        for algo in a.algos:
-            cells.append(cell(out, quality, algo))
-        lines.append(f"| {quality} | {d['return_mean']:.2f} | {d['return_max']:.2f} | " + " | ".join(cells) + " |")
-    write_section(f"offline_{name}", "\n".join(lines))
+    return ("python benchmarks/offline_table.py --env " + a.env
+            + (f" --env-overrides {' '.join(a.env_overrides)}" if a.env_overrides else "")
+            + (f" --qualities {' '.join(a.qualities)}" if list(getattr(a, "qualities", None) or QUALITIES)
+               != list(QUALITIES) else "")
+            + (f" --algo-overrides {' '.join(a.algo_overrides)}" if getattr(a, "algo_overrides", None) else "")
+            + (f" --algos {' '.join(a.algos)}" if list(a.algos) != list(ALGOS) else "")
+            + f" --behaviour-steps {a.behaviour_steps} --episodes {a.episodes} --seeds {a.seeds} "
+              f"--grad-steps {a.grad_steps}"
+            + (f" --score-episodes {a.score_episodes}" if getattr(a, "score_episodes", None) else "")
+            + (f" --data-seed {a.data_seed}" if getattr(a, "data_seed", 0) else ""))
 
-def write_scaling(names: list[str], quality: str = "mixed") -> None:
-    """One table: each results file's `quality` dataset, every algorithm's normalised
-    score and return, by the environment's number of agents."""
-    outs = [json.loads((RESULTS / f"offline_{n}.json").read_text()) for n in names]
+
+def _table(out: dict) -> list[str]:
+    a = argparse.Namespace(**out["settings"])
+    rows = []
+    for quality in getattr(a, "qualities", None) or QUALITIES:
+        d = out["datasets"][quality]
+        rows.append([quality, f"{d['return_mean']:.2f}", f"{d['return_max']:.2f}",
+                     *[cell(out, quality, algo) for algo in a.algos]])
+    return table(["dataset", "mean return", "best episode", *a.algos], rows)
+
+
+def _scale(out: dict) -> str:
+    random, best = out["datasets"]["poor"]["return_mean"], out["datasets"]["good"]["return_mean"]
+    return f"random play's {random:.2f}, the best behaviour policy's {best:.2f}"
+
+
+# ----- the page ----------------------------------------------------------------------------------------------
+
+TITLE = "Offline trainers on spread and foraging: five datasets, five trainers"
+
+
+def section(data: dict) -> str:
+    lines = [f"## {TITLE}", "",
+             "Each environment: a MAPPO behaviour run, its datasets (poor: random play; medium, good: checkpoints; "
+             "replay: the run's checkpoints in turn; mixed), and every offline trainer on each, its seeds vmapped, "
+             "each seed scored in the environment. Normalised score as D4RL's: (return - random play's) / (the best "
+             "behaviour policy's - random play's), each the mean return of its dataset (poor, good), IQM [95% CI] "
+             "over seeds; in brackets, the return's IQM. The trainers play greedily (their defaults)."]
+    for out in data.values():
+        a = argparse.Namespace(**out["settings"])
+        lines += ["", f"### {a.env}", "",
+                  f"`{command(out)}` ({out['seconds'] / 60:.0f} min). Datasets of {a.episodes} episodes from a MAPPO "
+                  f"run of {a.behaviour_steps:,} steps; per-agent returns; {a.seeds} seeds per trainer, each scored on "
+                  f"{getattr(a, 'score_episodes', None) or a.eval_episodes} episodes; the scale: {_scale(out)}.", "",
+                  *_table(out)]
+    return "\n".join(lines)
+
+
+def claims(data: dict) -> list[dict]:
+    return []
+
+
+SCALING = "offline_scaling/"
+
+
+def load_scaling() -> dict | None:
+    """The scaling study's runs, with the main spread table's (3 agents) first."""
+    runs = load(SCALING)
+    if not runs:
+        return None
+    base = load("offline_spread.json")
+    agents = lambda item: int(dict(o.replace("env.", "").split("=") for o in item[1]["settings"]["env_overrides"])  # noqa: E731
+                              .get("n_agents", 3))
+    return {**({"spread": base} if base else {}), **dict(sorted(runs.items(), key=agents))}
+
+
+def scaling_section(data: dict, quality: str = "mixed") -> str:
     ran = lambda out, algo: any(r["algo"] == algo and r["quality"] == quality for r in out["rows"])  # noqa: E731
-    algos = [a for a in ALGOS if any(ran(o, a) for o in outs)]
-    lines = [f"## Offline trainers as agents are added (spread, {quality} data)", "",
-             "`python benchmarks/offline_table.py --scaling " + " ".join(names) + "`, from the runs of "
-             + ", ".join(f"`offline_{n}.json`" for n in names) + " (each made as its own section says: a MAPPO run, "
-             f"its {quality} dataset, 10 seeds per trainer). Normalised score as there, IQM [95% CI] over seeds; in "
-             "brackets, the return's IQM.", "",
-             "| environment | agents | dataset mean return | " + " | ".join(algos) + " |",
-             "|---|---|---|" + "---|" * len(algos)]
-    for name, out in zip(names, outs):
+    algos = [a for a in ALGOS if any(ran(o, a) for o in data.values())]
+    rows = []
+    for name, out in data.items():
         overrides = dict(o.replace("env.", "").split("=") for o in out["settings"]["env_overrides"])
-        agents = overrides.get("n_agents", "3")
-        cells = []
-        for algo in algos:
-            cells.append(cell(out, quality, algo) if ran(out, algo) else "not run")
-        mean = out["datasets"][quality]["return_mean"]
-        lines.append(f"| {name} | {agents} | {mean:.2f} | " + " | ".join(cells) + " |")
-    write_section("offline_scaling", "\n".join(lines))
+        rows.append([name, overrides.get("n_agents", "3"), f"{out['datasets'][quality]['return_mean']:.2f}",
+                     *[cell(out, quality, algo) if ran(out, algo) else "not run" for algo in algos]])
+    return "\n".join([
+        f"## Offline trainers as agents are added (spread, {quality} data)", "",
+        "A study (`benchmarks/results/offline_scaling/`, its README says what and why): spread with more agents, each "
+        "run made as the main table's is (a MAPPO run, its datasets, 10 seeds per trainer, greedy play), by `"
+        + "`, `".join(command(out) for name, out in data.items() if name != "spread") + "`; the 3-agent row is the "
+        "main spread table's. Normalised score as there, on each run's own scale, IQM [95% CI] over seeds; in "
+        "brackets, the return's IQM.", "",
+        *table(["environment", "agents", "dataset mean return", *algos], rows)])
+
+
+STUDY = "offline_variants/"
+
+
+def _variant(out: dict) -> str:
+    a = out["settings"]
+    said = [" ".join(a.get("algo_overrides") or []) or "defaults"]
+    said += [f"{a['episodes']} episodes"]
+    if a.get("score_episodes"):
+        said.append(f"scored on {a['score_episodes']} episodes")
+    if a.get("data_seed"):
+        said.append(f"data seed {a['data_seed']}")
+    return ", ".join(said)
+
+
+def study_section(data: dict) -> str:
+    rows = []
+    for env in ("foraging", "spread"):
+        for out in data.values():
+            if out["settings"]["env"] != env:
+                continue
+            for quality in out["settings"].get("qualities") or QUALITIES:
+                rows.append([env, _variant(out), quality, f"{out['datasets'][quality]['return_mean']:.2f}",
+                             *[cell(out, quality, algo) for algo in ALGOS]])
+    return "\n".join([
+        "## Offline trainers with other settings: acting, conservatism, reward scale, mixer", "",
+        f"A study of {len(data)} runs (`benchmarks/results/offline_variants/`; its README gives the question and the "
+        "commands): the main tables' environments and datasets (made again from the same seeds, and checked equal), "
+        "each trainer with the settings named (algo overrides, and where other, the dataset size, scoring episodes "
+        "or the seed the datasets were made from). Normalised score as in the main tables, on each run's own "
+        "scale, IQM [95% CI] over seeds; in brackets, the return's IQM; – where a trainer was not run.", "",
+        *table(["env", "settings", "dataset", "data's mean return", *ALGOS], rows)])
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@ ratio and its quartiles; a ratio above 1 means this checkout is faster.
 
 Both workers train from the same seed, so their games stay comparable in length
 as training goes on, although their trajectories differ wherever the two
-checkouts sample differently. Results go to benchmarks/results/selfplay_paired.json
-and BENCHMARKS.md (section `selfplay_paired`).
+checkouts sample differently. Results go to benchmarks/results/selfplay_paired.json,
+then BENCHMARKS.md (benchmarks/page.py).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, write_section  # noqa: E402
+from _common import ROOT, regenerate_page, stamp, table, write_results  # noqa: E402
 
+RESULTS = "selfplay_paired.json"
 GAMES = ("tic_tac_toe", "connect_four")
 SELF = ROOT / "src"
 
@@ -140,27 +141,39 @@ def git_commit(src: Path) -> str:
         return "unknown"
 
 
-def section(results: dict, args, before: str, now: str) -> str:
-    from train_throughput import machine
+TITLE = "Self-play training step, an older coplay checkout beside this one, timed in alternation"
 
-    lines = ["## Self-play training step, an older checkout beside this one, timed in alternation", "",
-             f"`python benchmarks/selfplay_paired.py --before-src ...` on {machine()}: commit {before} (before) "
-             f"against {now} (now). `selfplay_ppo` defaults (64 games x 16 steps per update, 4 epochs x 4 "
-             f"minibatches, MLP 2x128); {args.updates} updates per timed update call, {args.rounds} rounds of one "
-             "update call and two rollout calls from each checkout, taking turns (see the script's docstring). "
-             "Ratio: before's time / now's time of the two calls of a pair, median over pairs (quartiles in "
-             "brackets); above 1, now is faster.", "",
-             "| game | what | before, ms | now, ms | paired ratio | pairs |", "|---|---|---|---|---|---|"]
-    for game, r in results.items():
+
+def section(data: dict) -> str:
+    a = data["args"]
+    where = f"on {data['machine']}" if "machine" in data else "(machine not recorded)"
+    lines = [f"## {TITLE}", "",
+             f"`python benchmarks/selfplay_paired.py --before-src ...` {where}: commit {data['before']} (before) "
+             f"against {data['now']} (now). `selfplay_ppo` defaults; {a['updates']} updates per timed update call, "
+             f"{a['rounds']} rounds of one update call and two rollout calls from each checkout, taking turns (see "
+             "the script's docstring). Ratio: before's time / now's time of the two calls of a pair, median over "
+             "pairs (quartiles in brackets); above 1, now is faster.", ""]
+    rows = []
+    for game, r in data["results"].items():
         for what, label in (("update", "training update (rollout vs pool + PPO epochs)"),
                             ("rollout", "rollout only (vs pool, no learning)")):
             x = r[what]
-            lines.append(f"| {game} | {label} | {x['before_ms']:.1f} | {x['now_ms']:.1f} | "
-                         f"{x['ratio']:.2f}x ({x['q1']:.2f}-{x['q3']:.2f}) | {x['pairs']} |")
+            rows.append([game, label, f"{x['before_ms']:.1f}", f"{x['now_ms']:.1f}",
+                         f"{x['ratio']:.2f}x ({x['q1']:.2f}-{x['q3']:.2f})", x["pairs"]])
+    lines += table(["game", "what", "before, ms", "now, ms", "paired ratio", "pairs"], rows)
     lines += ["", "The ms columns are medians over each checkout's calls; they drift with the machine, the "
               "paired ratios much less. The training update includes the rollout, so the rollout's gain shows "
               "in it only in proportion to the rollout's share of an update."]
     return "\n".join(lines)
+
+
+def claims(data: dict) -> list[dict]:
+    return [{"claim": f"self-play training update, this checkout beside an older one ({game})",
+             "workload": f"`selfplay_ppo` defaults, {data['args']['updates']} updates per call, commit "
+                         f"{data['now']} against {data['before']}",
+             "ratio": f"{r['update']['ratio']:.2f}x (quartiles {r['update']['q1']:.2f}-{r['update']['q3']:.2f} "
+                      f"over {r['update']['pairs']} pairs)",
+             "machine": data.get("machine", "not recorded")} for game, r in data["results"].items()]
 
 
 def main() -> None:
@@ -169,7 +182,8 @@ def main() -> None:
     ap.add_argument("--games", default=",".join(GAMES), help="comma-separated: " + ", ".join(GAMES))
     ap.add_argument("--rounds", type=int, default=40, help="rounds of alternating calls")
     ap.add_argument("--updates", type=int, default=5, help="training updates per timed update call")
-    ap.add_argument("--no-write", action="store_true", help="print the table instead of writing BENCHMARKS.md")
+    ap.add_argument("--no-write", action="store_true",
+                    help="print the section instead of writing the results file and BENCHMARKS.md")
     ap.add_argument("--worker", metavar="GAME", help=argparse.SUPPRESS)
     ap.add_argument("--num-updates", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -185,16 +199,13 @@ def main() -> None:
     if args.rounds < 2 or args.updates < 1:
         ap.error(f"--rounds must be >= 2 and --updates >= 1; got {args.rounds} and {args.updates}")
     results = {game: paired(game, args.before_src, args.rounds, args.updates) for game in games}
-    before, now = git_commit(args.before_src), git_commit(SELF)
-    text = section(results, args, before, now)
+    data = {**stamp(), "before": git_commit(args.before_src), "now": git_commit(SELF),
+            "args": {k: str(v) for k, v in vars(args).items()}, "results": results}
     if args.no_write:
-        print(text)
+        print(section(data))
         return
-    write_section("selfplay_paired", text)
-    path = ROOT / "benchmarks" / "results" / "selfplay_paired.json"
-    path.write_text(json.dumps({"before": before, "now": now, "args": {k: str(v) for k, v in vars(args).items()},
-                                "results": results}, indent=1))
-
+    write_results("selfplay_paired", data)
+    regenerate_page()
 
 if __name__ == "__main__":
     main()

@@ -50,11 +50,8 @@ times the same update with jax_default_prng_impl=unsafe_rbg as an experiment."""
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib
 import json
 import math
-import platform
 import re
 import statistics
 import sys
@@ -65,13 +62,31 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.eval.stats import summarize
+from coplay.experiment.compiled import chunk_function, init_state, plan
 from coplay.experiment.config import parse_overrides
-from coplay.experiment.compiled import chunk_function, eval_keys, evaluation_function, init_state, plan
 from coplay.experiment.runner import uniform_policy_return
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, cores, cpu_model, write_section  # noqa: E402
+from _common import (  # noqa: E402  (machine and timed_run: other scripts once imported them from here)
+    RESULTS as RESULTS_DIR,
+)
+from _common import (
+    _load_script,
+    fmt_ratio,
+    git_blob,
+    ippo_dir,
+    jaxmarl_config,
+    median,
+    paired,
+    regenerate_page,
+    same_budget,
+    stamp,
+    table,
+    timed_run,
+    version,
+)
+
+RESULTS = "train_throughput.json"
 
 TARGET = -20.3   # per-agent training return; what an earlier JaxMARL measurement reached after 10M steps
 # JaxMARL's MPE ends an episode after 26 steps (it compares the step count before
@@ -102,58 +117,12 @@ COPLAY_LR_AT_JAXMARL_SIZES = 2.5e-3
 
 ROWS = ("coplay-jaxmarl-hp", "jaxmarl-own", "coplay-coplay-hp", "jaxmarl-coplay-hp", "coplay-default")
 LONG_ROWS = ("coplay-jaxmarl-hp", "jaxmarl-own")
-PAIRS = {"coplay-jaxmarl-hp": "jaxmarl-own", "coplay-coplay-hp": "jaxmarl-coplay-hp",
-         "coplay-default": "jaxmarl-own"}
+# coplay row -> the JaxMARL row of the same sizes and budget it is compared with; coplay-default runs
+# its own sizes (a whole number of its updates, not JaxMARL's budget), so it is compared with nothing.
+PAIRS = {"coplay-jaxmarl-hp": "jaxmarl-own", "coplay-coplay-hp": "jaxmarl-coplay-hp"}
 
 
 # ----- coplay ----------------------------------------------------------------------------------------
-
-
-def timed_run(overrides: list[str]) -> dict:
-    """Train like `coplay train` would, but time compile and steady state apart.
-    `updates` holds one (env steps, seconds into the steady state, mean training
-    return over seeds) per update; the time of an update inside a chunk is
-    interpolated linearly between the chunk's start and end (updates of a chunk
-    cost the same)."""
-    exp = parse_overrides(overrides + ["progress=false", "tensorboard=false"])
-    p = plan(exp)
-    t0 = time.perf_counter()
-    state = init_state(p)
-    jax.block_until_ready(state)
-    t_init = time.perf_counter() - t0
-    chunk = chunk_function(p)
-    t0 = time.perf_counter()
-    compiled = chunk.lower(state).compile()
-    t_compile = time.perf_counter() - t0
-    per_update, k = p.trainer.steps_per_update, p.updates_per_chunk
-    updates = []
-    t0 = time.perf_counter()
-    for i in range(p.num_chunks):
-        start = time.perf_counter() - t0
-        state, metrics = compiled(state)
-        ret = np.asarray(jax.device_get(metrics["return"]))    # [seeds, updates]: training episodes
-        end = time.perf_counter() - t0
-        for j in range(k):
-            ended = ret[~np.isnan(ret[:, j]), j]                 # NaN: no episode ended in that update
-            updates.append(((i * k + j + 1) * per_update, start + (end - start) * (j + 1) / k,
-                            float(ended.mean()) if ended.size else float("nan")))
-    t_train = time.perf_counter() - t0
-    evaluate = evaluation_function(p)
-    results = jax.device_get(evaluate(p.trainer.policy_params(state), eval_keys(exp, p.num_chunks)))
-    per_seed = np.asarray(results["return"]).mean(-1)
-    steps = p.num_chunks * p.steps_per_chunk
-    p.env.close()
-    return {
-        "overrides": overrides, "seeds": exp.run.seeds, "env_steps_per_seed": steps,
-        "init_s": t_init, "compile_s": t_compile, "train_s": t_train,
-        "env_steps_per_s_total": steps * exp.run.seeds / t_train,
-        "env_steps_per_s_per_seed": steps / t_train,
-        "final_return_iqm": summarize(per_seed).as_dict(), "updates": updates,
-    }
-
-
-def machine() -> str:
-    return f"{cores()} cores, {cpu_model()}, JAX {jax.__version__}, Python {platform.python_version()}"
 
 
 def chunk_updates(updates: int, per_update: int) -> int:
@@ -195,28 +164,6 @@ def coplay_row(row: str, jaxmarl_config: dict, budget: int, seed: int, eval_epis
 # ----- JaxMARL's script ------------------------------------------------------------------------------
 
 
-def ippo_dir(path: Path) -> Path:
-    """Accept the checkout or its baselines/IPPO directory."""
-    for d in (path, path / "baselines" / "IPPO"):
-        if (d / "ippo_ff_mpe.py").exists() and (d / "config" / "ippo_ff_mpe.yaml").exists():
-            return d
-    raise SystemExit(f"--jaxmarl {path}: no ippo_ff_mpe.py with config/ippo_ff_mpe.yaml there or in "
-                     "baselines/IPPO below it")
-
-
-def git_blob(path: Path) -> str:
-    """The file's git object id: `git log --find-object=<id>` in JaxMARL names its commits."""
-    data = path.read_bytes()
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def jaxmarl_config(d: Path) -> dict:
-    """ippo_ff_mpe.yaml as the script's hydra entry point reads it (OmegaConf: 1e7 is a float)."""
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(OmegaConf.load(d / "config" / "ippo_ff_mpe.yaml"))
-
-
 def coplay_hparams_for_jaxmarl() -> dict:
     """coplay's IPPO learning hyperparameters (at JaxMARL's sizes) in JaxMARL's config fields."""
     c = parse_overrides(["algo=ippo", f"algo.lr={COPLAY_LR_AT_JAXMARL_SIZES}"]).algo_config
@@ -231,12 +178,6 @@ class _Recorder:
 
     def log(self, metric: dict) -> None:
         self.logged.append((time.perf_counter(), {k: np.asarray(v) for k, v in metric.items()}))
-
-
-def _load_script(d: Path):
-    if str(d) not in sys.path:
-        sys.path.insert(0, str(d))
-    return importlib.import_module("ippo_ff_mpe")
 
 
 def jaxmarl_row(row: str, d: Path, budget: int, seed: int, eval_episodes: int) -> dict:
@@ -362,10 +303,14 @@ def summary(runs: list[dict], target: float, window: int) -> dict:
     }
 
 
-def speed_ratio(by_row: dict, row: str, peer: str) -> float:
-    """Median over repeats of coplay / JaxMARL env-steps/s, both runs of each ratio from the same repeat."""
-    return _median([c["env_steps_per_s_per_seed"] / j["env_steps_per_s_per_seed"]
-                    for c, j in zip(by_row[row], by_row[peer])])
+def speed_ratio(by_row: dict, row: str, peer: str) -> dict:
+    """coplay / JaxMARL env-steps/s per repeat (both runs of a ratio from the same repeat, the same
+    budget, run one after the other): median and range over repeats."""
+    for c, j in zip(by_row[row], by_row[peer]):
+        same_budget(f"{row} (seed {c['seed']})", c["env_steps_per_seed"], f"{peer} (seed {j['seed']})",
+                    j["env_steps_per_seed"])
+    return paired([c["env_steps_per_s_per_seed"] for c in by_row[row]],
+                  [j["env_steps_per_s_per_seed"] for j in by_row[peer]])
 
 
 # ----- the budget table -----------------------------------------------------------------------------------
@@ -388,6 +333,9 @@ def run_rows(rows, d: Path, jm_config: dict, budget: int, args, label: str) -> d
                   f"{late_return(r):.2f}, final policy {r['final_return']:.2f}, "
                   + ("target not reached" if hit is None else f"{args.target} at {hit[0]:.1f}s ({hit[1]:,} steps)"),
                   flush=True)
+    for row, peer in PAIRS.items():     # refused here, before anything is written, if the budgets differ
+        if row in by_row and peer in by_row:
+            speed_ratio(by_row, row, peer)
     return by_row
 
 
@@ -398,153 +346,33 @@ ROW_TEXT = {
     "jaxmarl-coplay-hp": ("JaxMARL", "JaxMARL's", "coplay's"),
     "coplay-default": ("coplay", "coplay's", "coplay's (defaults)"),
 }
+COMMAND = "python benchmarks/train_throughput.py --jaxmarl PATH/TO/JaxMARL --only budget --long-budget 10000000"
 
 
-def _fmt_target(s: dict, target: float) -> tuple[str, str]:
+def _fmt_target(s: dict) -> tuple[str, str]:
     if s["target_s"] is None:
         return f"not reached in {s['env_steps']:,} steps", "–"
     note = "" if s["reached"] == s["runs"] else f"; reached in {s['reached']} of {s['runs']} runs"
     return f"{s['target_s']:.1f} s ({s['startup_s']:.1f} s startup{note})", f"{s['target_steps']:,}"
 
 
-def mapping_lines(jm_config: dict) -> list[str]:
-    coplay_default = parse_overrides(["algo=ippo"]).algo_config
-    coplay_hp = coplay_hparams_for_jaxmarl()
-    lines = ["| JaxMARL field | coplay field | JaxMARL's config | coplay's hyperparameters | coplay default |",
-             "|---|---|---|---|---|"]
-    for j, c in MAPPED.items():
-        hp = coplay_hp[j] if j in HPARAMS else f"{jm_config[j]} (JaxMARL's sizes)"
-        lines.append(f"| `{j}` | `{c}` | {jm_config[j]} | {hp} | {getattr(coplay_default, c)} |")
-    for c, v in JAXMARL_CODE.items():
-        lines.append(f"| (in the script's code) | `{c}` | {v} | {getattr(coplay_default, c)} | "
-                     f"{getattr(coplay_default, c)} |")
-    return lines
-
-
-def budget_section(by_row: dict, long_rows: dict | None, jm_config: dict, d: Path, args, command: str) -> str:
-    import jaxmarl
-
-    target = args.target
-    s = {row: summary(runs, target, args.window) for row, runs in by_row.items()}
-    steps = ", ".join(sorted({f"{v['env_steps']:,}" for v in s.values()}))
-    jm_runs = by_row["jaxmarl-own"] + by_row["jaxmarl-coplay-hp"]
-    jm_first25 = _median([r["final_return_first_25_steps"] for r in jm_runs])
-    jm_all = _median([r["final_return"] for r in jm_runs])
-    length = (f"coplay's spread runs {args.episode_steps}-step episodes here, JaxMARL's length (its MPE ends an "
-              "episode after 26 steps; coplay's default and mpe2's is 25), so returns mean the same in every row"
-              if args.episode_steps == JAXMARL_EPISODE_STEPS else
-              f"coplay's spread runs {args.episode_steps}-step episodes and JaxMARL's MPE 26, so the returns of the "
-              "two libraries are not on the same episodes (the same target is harder in JaxMARL)")
-    lines = [
-        "## IPPO on simple spread beside JaxMARL's `ippo_ff_mpe.py`, in the same run", "",
-        f"Machine: {machine()}; jaxmarl {getattr(jaxmarl, '__version__', '?')} with `ippo_ff_mpe.py` "
-        f"(git blob {git_blob(d / 'ippo_ff_mpe.py')[:10]}) and `config/ippo_ff_mpe.yaml` "
-        f"(blob {git_blob(d / 'config' / 'ippo_ff_mpe.yaml')[:10]}). Command: `{command}`.", "",
-        f"One seed per run, {args.budget:,} env steps asked ({steps} run: whole updates, as JaxMARL's "
-        f"`TOTAL_TIMESTEPS // NUM_STEPS // NUM_ENVS`), {args.repeats} repeat(s) with seeds "
-        f"{', '.join(str(args.seed + i) for i in range(args.repeats))}; in each repeat the runs go in the table's "
-        "order (coplay, JaxMARL, coplay, JaxMARL, coplay), and each figure is the median over repeats. "
-        f"{length}. Env-steps/s: steady state, compile apart. coplay / JaxMARL: the median over repeats of the "
-        "ratio of the two runs named, both from the same repeat. Training return: per agent, the mean over the "
-        "updates of the last 5% of steps; JaxMARL logs the sum over its 3 agents (MPELogWrapper multiplies each "
-        "reward by 3), divided by 3 here. Final policy: per-agent return of the final policy, sampled as in "
-        f"training, {args.eval_episodes} episodes, by each library's own code. Time to {target}: wall time until "
-        f"the training return, averaged over the updates of the trailing {args.window:,} env steps, first reaches "
-        "it (from the second update on), startup included (compile, and coplay's state initialisation, which "
-        "JaxMARL does inside its timed call; in brackets); the time of an update inside one of coplay's compiled "
-        "chunks is interpolated between the chunk's ends, JaxMARL's is when its script logs the update.", "",
-        f"| run | library | sizes | hyperparameters | env-steps/s | coplay / JaxMARL | compile s | training "
-        f"return (per agent) | final policy return | time to {target} | steps to {target} |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in ROWS:
-        v = s[row]
-        lib, sizes, hp = ROW_TEXT[row]
-        peer = PAIRS.get(row)
-        ratio = f"{speed_ratio(by_row, row, peer):.2f}x vs {peer}" if peer else "–"
-        t, st = _fmt_target(v, target)
-        lines.append(f"| {row} | {lib} | {sizes} | {hp} | {v['env_steps_per_s']:,.0f} | {ratio} | "
-                     f"{v['compile_s']:.1f} | {v['late_return']:.2f} | {v['final_return']:.2f} | {t} | {st} |")
-    if long_rows:
-        ls = {row: summary(runs, target, args.window) for row, runs in long_rows.items()}
-        lines += ["", f"The runs with JaxMARL's hyperparameters again, {args.long_budget:,} steps asked (once, seed "
-                  f"{args.seed}; the learning rate anneals over this budget, as JaxMARL's config anneals over its "
-                  f"`TOTAL_TIMESTEPS` of {float(jm_config['TOTAL_TIMESTEPS']):,.0f}):", "",
-                  f"| run | steps run | env-steps/s | coplay / JaxMARL | compile s | training return at the end | "
-                  f"final policy return | time to {target} | steps to {target} |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for row, v in ls.items():
-            peer = PAIRS.get(row)
-            ratio = f"{speed_ratio(long_rows, row, peer):.2f}x vs {peer}" if peer in long_rows else "–"
-            t, st = _fmt_target(v, target)
-            lines.append(f"| {row} | {v['env_steps']:,} | {v['env_steps_per_s']:,.0f} | {ratio} | "
-                         f"{v['compile_s']:.1f} | {v['late_return']:.2f} | {v['final_return']:.2f} | {t} | {st} |")
-        s.update({f"{row} (long)": v for row, v in ls.items()})
-    lines += ["", decomposition(s, target, args.long_budget), "",
-              "How the configs map (JaxMARL's values from its config file; coplay's hyperparameters at JaxMARL's "
-              f"sizes are its defaults with lr {COPLAY_LR_AT_JAXMARL_SIZES}):", "", *mapping_lines(jm_config),
-              f"| `ENV_NAME` | `env` | {jm_config['ENV_NAME']} (26-step episodes) | spread, `env.max_steps="
-              f"{args.episode_steps}` | spread (25-step episodes) |", "",
-              "What neither config can change: JaxMARL clips one global gradient norm over actor and critic "
-              "together, coplay clips each apart; JaxMARL anneals the learning rate once per update, coplay per "
-              "minibatch step (both linearly to 0 over the run); with coplay's hyperparameters JaxMARL still clips "
-              "the value loss and feeds no agent id (its script has no switch for either). JaxMARL's steady-state "
-              "time includes its script's per-update `io_callback` to `wandb.log` (here a recorder that keeps the "
-              "metric). JaxMARL's 26th step: its final policies get "
-              f"{jm_all:.2f} per agent over the whole episode and {jm_first25:.2f} over its first 25 steps (medians). "
-              f"A uniformly random policy gets {args.random_return:.2f} per agent on coplay's "
-              f"{args.episode_steps}-step episodes."]
-    return "\n".join(lines)
-
-
-def decomposition(s: dict, target: float, long_budget: int) -> str:
-    """Split how much sooner coplay's defaults reach the target than JaxMARL's own config
-    into hyperparameters (JaxMARL's script both ways), implementation (both libraries with
-    coplay's hyperparameters at JaxMARL's sizes) and coplay's sizes."""
-    own_name, where = "jaxmarl-own", ""
-    if s[own_name]["target_s"] is None and "jaxmarl-own (long)" in s:
-        own_name, where = "jaxmarl-own (long)", f" in the {long_budget:,}-step run"
-    own = s[own_name]
-    jm_hp, cp_hp, cp_def = s["jaxmarl-coplay-hp"], s["coplay-coplay-hp"], s["coplay-default"]
-    missing = [name for name, v in (("jaxmarl-own", own), ("jaxmarl-coplay-hp", jm_hp), ("coplay-coplay-hp", cp_hp),
-                                    ("coplay-default", cp_def)) if v["target_s"] is None]
-    if missing:
-        hint = (" (JaxMARL's own config needs about 5M steps: add --long-budget 10000000)"
-                if "jaxmarl-own" in missing else "")
-        return f"How much of the time to {target} is hyperparameters and how much speed: not split, as " \
-               f"{', '.join(missing)} did not reach it{hint}."
-    h = own["target_s"] / jm_hp["target_s"]
-    i = jm_hp["target_s"] / cp_hp["target_s"]
-    z = cp_hp["target_s"] / cp_def["target_s"]
-    speed = cp_hp["env_steps_per_s"] / jm_hp["env_steps_per_s"]
-    sample = jm_hp["target_steps"] / cp_hp["target_steps"]
-    d = parse_overrides(["algo=ippo"]).algo_config
-    return (f"Time to {target}, JaxMARL's own config over coplay's defaults, all from this run: "
-            f"{own['target_s']:.1f} s{where} ({own['target_steps']:,} steps) over {cp_def['target_s']:.1f} s = "
-            f"{h * i * z:.2f}, the product of three ratios of times. Hyperparameters, {h:.2f}: JaxMARL's own script "
-            f"with coplay's hyperparameters takes {jm_hp['target_s']:.1f} s ({jm_hp['target_steps']:,} steps). "
-            f"Implementation, {i:.2f}: coplay at the same sizes and hyperparameters takes {cp_hp['target_s']:.1f} s "
-            f"({cp_hp['target_steps']:,} steps); coplay's env-steps/s over JaxMARL's are {speed:.2f} and JaxMARL's "
-            f"steps to the target over coplay's {sample:.2f}, startup makes up the rest. Sizes, {z:.2f}: coplay's "
-            f"defaults ({d.num_envs} envs x {d.rollout_len} steps, {d.minibatches} minibatches, lr {d.lr}) take "
-            f"{cp_def['target_s']:.1f} s. A ratio above 1 is time saved."
-            + _partly((own_name, own), ("jaxmarl-coplay-hp", jm_hp), ("coplay-coplay-hp", cp_hp), ("coplay-default", cp_def)))
-
-
-def _partly(*rows: tuple[str, dict]) -> str:
-    """A warning for the split above when some of its times come from only some of a row's runs."""
-    few = [f"{name} {r['reached']} of {r['runs']}" for name, r in rows if r["reached"] < r["runs"]]
-    if not few:
-        return ""
-    return (f" Not every run reached the target ({', '.join(few)}): those rows' times are medians over the runs "
-            f"that did, so the split is less firm than the rows that reached it every time.")
-
-
-def run_budget(args, d: Path, jm_config: dict) -> tuple[dict, dict | None]:
-    args.random_return = uniform_policy_return(["algo=ippo", "env=spread", f"env.max_steps={args.episode_steps}"])
+def run_budget(args, d: Path, jm_config: dict) -> dict:
+    random_return = uniform_policy_return(["algo=ippo", "env=spread", f"env.max_steps={args.episode_steps}"])
     by_row = run_rows(ROWS, d, jm_config, args.budget, args, "budget")
     long_rows = run_rows(LONG_ROWS, d, jm_config, args.long_budget, args, "long") if args.long_budget else None
-    return by_row, long_rows
+    coplay_default = parse_overrides(["algo=ippo"]).algo_config
+    mapping = [{"jaxmarl": j, "coplay": c, "jaxmarl_value": jm_config[j],
+                "coplay_hp": coplay_hparams_for_jaxmarl()[j] if j in HPARAMS else f"{jm_config[j]} (JaxMARL's sizes)",
+                "coplay_default": getattr(coplay_default, c)} for j, c in MAPPED.items()]
+    mapping += [{"jaxmarl": "(in the script's code)", "coplay": c, "jaxmarl_value": v,
+                 "coplay_hp": getattr(coplay_default, c), "coplay_default": getattr(coplay_default, c)}
+                for c, v in JAXMARL_CODE.items()]
+    import jaxmarl
+
+    return {**stamp(), "args": {k: str(v) for k, v in vars(args).items()}, "random_return": random_return,
+            "jaxmarl_version": getattr(jaxmarl, "__version__", None) or version("jaxmarl"),
+            "ippo_blob": git_blob(d / "ippo_ff_mpe.py"), "config_blob": git_blob(d / "config" / "ippo_ff_mpe.yaml"),
+            "runs": by_row, "long_runs": long_rows, "jaxmarl_config": jm_config, "mapping": mapping}
 
 
 # ----- seeds scaling ------------------------------------------------------------------------------------
@@ -561,15 +389,157 @@ def run_seeds(args) -> dict:
     return out
 
 
-def seeds_section(seeds: dict, args, command: str) -> str:
+# ----- the page ---------------------------------------------------------------------------------------------
+
+TITLE = "IPPO on simple spread beside JaxMARL's `ippo_ff_mpe.py`, in the same run"
+
+
+def _budget_lines(b: dict, machine_: str) -> list[str]:
+    a = b["args"]
+    target, window, episode_steps = float(a["target"]), int(a["window"]), int(a["episode_steps"])
+    repeats, seed0, eval_episodes = int(a["repeats"]), int(a["seed"]), int(a["eval_episodes"])
+    by_row, long_rows, jm = b["runs"], b.get("long_runs"), b["jaxmarl_config"]
+    s = {row: summary(runs, target, window) for row, runs in by_row.items()}
+    steps = ", ".join(sorted({f"{v['env_steps']:,}" for v in s.values()}))
+    jm_runs = by_row["jaxmarl-own"] + by_row["jaxmarl-coplay-hp"]
+    random_return = b.get("random_return", a.get("random_return"))
+    blobs = (f" (`ippo_ff_mpe.py` git blob {b['ippo_blob'][:10]}, `config/ippo_ff_mpe.yaml` blob "
+             f"{b['config_blob'][:10]})" if "ippo_blob" in b else "")
+    jaxmarl_version = f" {b['jaxmarl_version']}" if b.get("jaxmarl_version") else ""
+    length = (f"coplay's spread runs {episode_steps}-step episodes here, JaxMARL's length (its MPE ends an episode "
+              "after 26 steps; coplay's default and mpe2's is 25), so returns mean the same in every row"
+              if episode_steps == JAXMARL_EPISODE_STEPS else
+              f"coplay's spread runs {episode_steps}-step episodes and JaxMARL's MPE 26, so the returns of the two "
+              "libraries are not on the same episodes")
+    lines = [
+        f"## {TITLE}", "",
+        f"`{COMMAND}` on {machine_}; JaxMARL{jaxmarl_version}{blobs}, driven as its own `main` does. "
+        f"One seed per run, {int(a['budget']):,} env steps asked ({steps} run: whole updates, as JaxMARL's "
+        f"`TOTAL_TIMESTEPS // NUM_STEPS // NUM_ENVS`), {repeats} repeats with seeds "
+        f"{', '.join(str(seed0 + i) for i in range(repeats))}; in each repeat the runs go in the table's order "
+        "(coplay, JaxMARL, coplay, JaxMARL, coplay), and each figure is the median over repeats. "
+        f"{length}. Env-steps/s: steady state, compile apart. coplay / JaxMARL: the ratio of the two runs named, "
+        "both from the same repeat and of the same budget, median over repeats (range in brackets); coplay-default "
+        "runs its own sizes and budget, so it is compared with no JaxMARL run. Training return: per agent, the "
+        "mean over the updates of the last 5% of steps (JaxMARL's logged sum over its 3 agents divided by 3). "
+        f"Final policy: per-agent return of the final policy, sampled as in training, {eval_episodes} episodes, by "
+        f"each library's own code. Time to {target}: wall time until the training return, averaged over the "
+        f"updates of the trailing {window:,} env steps, first reaches it, startup (compile, and coplay's state "
+        "initialisation, which JaxMARL does inside its timed call) included and in brackets.", "",
+    ]
+    rows = []
+    for row in ROWS:
+        v, (lib, sizes, hp) = s[row], ROW_TEXT[row]
+        peer = PAIRS.get(row)
+        t, st = _fmt_target(v)
+        rows.append([row, lib, sizes, hp, f"{v['env_steps_per_s']:,.0f}",
+                     f"{fmt_ratio(speed_ratio(by_row, row, peer), 'repeats')} vs {peer}" if peer else "–",
+                     f"{v['compile_s']:.1f}", f"{v['late_return']:.2f}", f"{v['final_return']:.2f}", t, st])
+    lines += table(["run", "library", "sizes", "hyperparameters", "env-steps/s", "coplay / JaxMARL", "compile s",
+                    "training return (per agent)", "final policy return", f"time to {target}", f"steps to {target}"],
+                   rows)
+    # Time to the target, run by run: a ratio only between the two runs of one repeat.
+    lines += ["", f"Time to {target} run by run (seconds, startup included; steps in brackets). The runs of one "
+              "repeat share their seed and ran one after another:", ""]
+    per = []
+    for i in range(repeats):
+        cells = [str(by_row[ROWS[0]][i]["seed"])]
+        for row in ROWS:
+            h = time_to_target(by_row[row][i], target, window)
+            cells.append("not reached" if h is None else f"{h[0]:.1f} ({h[1]:,})")
+        per.append(cells)
+    lines += table(["seed", *ROWS], per)
+    cp, jm_hp = by_row["coplay-coplay-hp"], by_row["jaxmarl-coplay-hp"]
+    both = [(time_to_target(c, target, window), time_to_target(j, target, window)) for c, j in zip(cp, jm_hp)]
+    both = [(c, j) for c, j in both if c and j]
+    if both:
+        r = paired([j[0] for _, j in both], [c[0] for c, _ in both])
+        first = sum(c[0] < j[0] for c, j in both)
+        lines += ["", f"With the same sizes and coplay's hyperparameters in both libraries, JaxMARL's time to "
+                  f"{target} over coplay's, repeat by repeat: {fmt_ratio(r, 'repeats')}; coplay got there first in "
+                  f"{first} of {len(both)} repeats where both did, and its steps to the target were "
+                  f"{', '.join(f'{c[1]:,}' for c, _ in both)} against JaxMARL's "
+                  f"{', '.join(f'{j[1]:,}' for _, j in both)}: the steps a run needs to get there vary from run "
+                  "to run, so this ratio is not the ratio of the libraries' speeds."]
+    if long_rows:
+        ls = {row: summary(runs, target, window) for row, runs in long_rows.items()}
+        lines += ["", f"The runs with JaxMARL's hyperparameters again, {int(a['long_budget']):,} steps asked (once, "
+                  f"seed {seed0}, coplay then JaxMARL; the learning rate anneals over this budget, as JaxMARL's "
+                  f"config anneals over its `TOTAL_TIMESTEPS` of {float(jm['TOTAL_TIMESTEPS']):,.0f}):", ""]
+        rows = []
+        for row, v in ls.items():
+            peer = PAIRS.get(row)
+            t, st = _fmt_target(v)
+            rows.append([row, f"{v['env_steps']:,}", f"{v['env_steps_per_s']:,.0f}",
+                         f"{fmt_ratio(speed_ratio(long_rows, row, peer), 'repeats')} vs {peer}"
+                         if peer in long_rows else "–", f"{v['compile_s']:.1f}", f"{v['late_return']:.2f}",
+                         f"{v['final_return']:.2f}", t, st])
+        lines += table(["run", "steps run", "env-steps/s", "coplay / JaxMARL", "compile s",
+                        "training return at the end", "final policy return", f"time to {target}",
+                        f"steps to {target}"], rows)
+    lines += ["", "The configs (JaxMARL's from its config file):", ""]
+    if "mapping" in b:
+        lines += table(["JaxMARL field", "coplay field", "JaxMARL's config", "coplay's hyperparameters",
+                        "coplay default"], [[f"`{m['jaxmarl']}`" if not m["jaxmarl"].startswith("(") else m["jaxmarl"],
+                                             f"`{m['coplay']}`", m["jaxmarl_value"], m["coplay_hp"],
+                                             m["coplay_default"]] for m in b["mapping"]])
+    else:
+        lines += table(["JaxMARL field", "JaxMARL's config"], [[f"`{k}`", v] for k, v in jm.items()
+                                                              if k in MAPPED or k == "ENV_NAME"])
+        lines += ["", "coplay's overrides, row by row:", ""]
+        lines += [f"- {row}: `{' '.join(runs[0]['overrides'])}`" for row, runs in by_row.items()
+                  if runs[0].get("overrides")]
+    jm_first25 = median([r["final_return_first_25_steps"] for r in jm_runs])
+    jm_all = median([r["final_return"] for r in jm_runs])
+    lines += ["", "What neither config can change: JaxMARL clips one global gradient norm over actor and critic "
+              "together, coplay clips each apart; JaxMARL anneals the learning rate once per update, coplay per "
+              "minibatch step (both linearly to 0 over the run); with coplay's hyperparameters JaxMARL still clips "
+              "the value loss and feeds no agent id (its script has no switch for either). JaxMARL's steady-state "
+              "time includes its script's per-update `io_callback` to `wandb.log` (here a recorder that keeps the "
+              f"metric). JaxMARL's 26th step: its final policies get {jm_all:.2f} per agent over the whole episode "
+              f"and {jm_first25:.2f} over its first 25 steps (medians)."
+              + (f" A uniformly random policy gets {float(random_return):.2f} per agent on coplay's "
+                 f"{episode_steps}-step "
+                 "episodes." if random_return is not None else "")]
+    return lines
+
+
+def _seeds_lines(seeds: dict, machine_: str) -> list[str]:
     base = seeds["1"]["env_steps_per_s_total"]
-    lines = [f"Machine: {machine()}. Command: `{command}`.", "",
-             f"IPPO on `spread`, {args.seed_budget:,} env steps per seed, seeds vmapped in one compiled run.",
-             "", "| seeds | total env-steps/s | vs 1 seed | compile s |", "|---|---|---|---|"]
-    for s, r in seeds.items():
-        lines.append(f"| {s} | {r['env_steps_per_s_total']:,.0f} | {r['env_steps_per_s_total'] / base:.2f}x | "
-                     f"{r['compile_s']:.1f} |")
-    return "\n".join(lines)
+    budget = seeds["1"]["overrides"][2].split("=")[1] if seeds["1"].get("overrides") else "?"
+    rows = [[s, f"{r['env_steps_per_s_total']:,.0f}", f"{r['env_steps_per_s_total'] / base:.2f}x",
+             f"{r['compile_s']:.1f}"] for s, r in seeds.items()]
+    return ["## IPPO with several seeds in one compiled run", "",
+            f"`python benchmarks/train_throughput.py --only seeds` on {machine_}. IPPO on `spread`, "
+            f"{int(budget):,} env steps asked per seed ({seeds['1']['env_steps_per_seed']:,} run), seeds vmapped in "
+            "one compiled run; the three runs one after another.", "",
+            *table(["seeds", "total env-steps/s", "vs 1 seed", "compile s"], rows)]
+
+
+def section(data: dict) -> str:
+    out = []
+    if data.get("budget"):
+        out += _budget_lines(data["budget"], data["budget"].get("machine", data.get("machine", "?")))
+    if data.get("seeds"):
+        seeds = data["seeds"]
+        runs = {k: v for k, v in seeds.items() if k.isdigit()}
+        out += ["", *_seeds_lines(runs, seeds.get("machine", data.get("machine", "?")))]
+    return "\n".join(out).strip()
+
+
+def claims(data: dict) -> list[dict]:
+    b = data.get("budget")
+    if not b:
+        return []
+    machine_ = b.get("machine", data.get("machine", "?"))
+    out = []
+    for row, what in (("coplay-jaxmarl-hp", "JaxMARL's config"), ("coplay-coplay-hp", "coplay's hyperparameters")):
+        r = speed_ratio(b["runs"], row, PAIRS[row])
+        out.append({"claim": f"IPPO training env-steps/s beside JaxMARL's `ippo_ff_mpe.py`, {what} in both",
+                    "workload": f"spread, 16 envs x 128 steps, {b['runs'][row][0]['env_steps_per_seed']:,} steps, "
+                                "one seed per run",
+                    "ratio": fmt_ratio(r, "repeats"), "machine": machine_})
+    return out
 
 
 # ----- --profile: where coplay's PPO update spends its time ----------------------------------------------
@@ -774,7 +744,7 @@ def run_profile(args, d: Path | None, jm_config: dict | None) -> dict:
 
     def build(extra):
         exp = parse_overrides(sizes + extra + ["env=spread", "seeds=1", f"seed={args.seed}", "progress=false",
-                                               "tensorboard=false"])
+                                               "logger=csv"])
         per = exp.algo_config.steps_per_update
         exp = parse_overrides([f"total_steps={k * per}", f"chunk_steps={k * per}"], base=exp)
         return plan(exp)
@@ -909,38 +879,19 @@ def main() -> None:
         ap.error("the budget table times JaxMARL's ippo_ff_mpe.py beside coplay: pass --jaxmarl PATH "
                  "(a JaxMARL checkout), or --only seeds")
 
-    results_path = ROOT / "benchmarks" / "results" / "train_throughput.json"
-    results = json.loads(results_path.read_text()) if results_path.exists() else {}
-    results["machine"] = machine()
-    flags = [f"--only {args.only}"] if args.only else []
-    flags += [f"--budget {args.budget}"] if args.budget != 1_000_000 else []
-    flags += [f"--long-budget {args.long_budget}"] if args.long_budget else []
-    flags += [f"--repeats {args.repeats}"] if args.repeats != 3 else []
-    flags += [f"--window {args.window}"] if args.window != 20_000 else []
-    flags += [f"--episode-steps {args.episode_steps}"] if args.episode_steps != JAXMARL_EPISODE_STEPS else []
-    flags += [f"--eval-episodes {args.eval_episodes}"] if args.eval_episodes != 128 else []
-    flags += [f"--seed {args.seed}"] if args.seed else []
-    flags += [f"--seed-budget {args.seed_budget}"] if args.seed_budget != 300_000 and args.only != "budget" else []
-    flags += [f"--target {args.target}"] if args.target != TARGET else []
-    command = " ".join(["python benchmarks/train_throughput.py", *(["--jaxmarl ..."] if d else []), *flags])
-    sections = {}
+    path = RESULTS_DIR / RESULTS
+    results = json.loads(path.read_text()) if path.exists() else {}
+    results.pop("machine", None)          # each part records its own
     if args.only in (None, "budget"):
-        by_row, long_rows = run_budget(args, d, jm_config)
-        results["budget"] = {"args": {k: str(v) for k, v in vars(args).items()}, "runs": by_row,
-                             "long_runs": long_rows, "jaxmarl_config": jm_config}
-        sections["train_budget"] = budget_section(by_row, long_rows, jm_config, d, args, command)
+        results["budget"] = run_budget(args, d, jm_config)
     if args.only in (None, "seeds"):
-        seeds = run_seeds(args)
-        results["seeds"] = seeds
-        sections["train_seeds"] = seeds_section(seeds, args, command)
-    for name, text in sections.items():
-        if args.no_write:
-            print(f"\n<!-- {name} (not written: --no-write) -->\n{text}")
-        else:
-            write_section(name, text)
-    if not args.no_write:
-        results_path.parent.mkdir(parents=True, exist_ok=True)
-        results_path.write_text(json.dumps(results, indent=2, default=str))
+        results["seeds"] = {**run_seeds(args), **stamp()}
+    if args.no_write:
+        print(section(results))
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2, default=str))
+    regenerate_page()
 
 
 if __name__ == "__main__":
