@@ -9,6 +9,7 @@ run exactly."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,21 +153,19 @@ def chunk_function(p: Plan, placed: Any = None):
     placement = state_placement(placed)
     pin: dict[str, Any] = {} if placement is None else {"out_shardings": (placement, None)}
 
-    def every_update(state):
-        return jax.lax.scan(lambda s, _: trainer.update(s), state, None, length=p.updates_per_chunk)
-
-    def first_updates(state, active):
+    def one_seed(state, *active):
+        if not active:
+            return jax.lax.scan(lambda s, _: trainer.update(s), state, None, length=p.updates_per_chunk)
         metrics = jax.eval_shape(trainer.update, state)[1]
 
         def skip(s):
             return s, jax.tree.map(lambda m: jax.numpy.zeros(m.shape, m.dtype), metrics)
 
         def step(s, i):
-            return jax.lax.cond(i < active, trainer.update, skip, s)
+            return jax.lax.cond(i < active[0], trainer.update, skip, s)
 
         return jax.lax.scan(step, state, jax.numpy.arange(p.updates_per_chunk))
 
-    one_seed = first_updates if p.ragged else every_update
     once = p.schedule.num_updates <= FEW_UPDATES
     if p.exp.run.seeds == 1:  # no vmap over a seed axis of size 1: batching costs time in every op
         def only_seed(state, *active):
@@ -204,6 +203,9 @@ def uniform_return(p: Plan, episodes: int = 512, seed: int = 7) -> float:
     params = p.trainer.zero_policy_params()
     evaluate = jit_once(make_evaluator(p.trainer.policy(), episodes))
     return float(np.mean(evaluate(params, jax.random.PRNGKey(seed))["return"]))
+
+
+_BASELINES: dict[tuple, float | None] = {}   # what compiled_baseline gave, by everything it depends on
 
 
 class CompiledEngine(Engine):
@@ -262,10 +264,16 @@ class CompiledEngine(Engine):
         return self._state
 
     def baseline(self, headline: Headline) -> float | None:
-        """The random policy's score, over as many episodes as the final evaluation played (256 to 1,024)."""
-        run = self.exp.run
-        return compiled_baseline(headline, self.learner, self.plan.env, self.plan.reference,
-                                 min(max(run.eval_episodes * run.seeds, 256), 1024), run.seed)
+        """The random policy's score, over as many episodes as the final evaluation played
+        (256 to 1,024); computed once per process for runs that would compute the same."""
+        exp, run = self.exp, self.exp.run
+        episodes = min(max(run.eval_episodes * run.seeds, 256), 1024)
+        key = (exp.algo, exp.env, json.dumps(exp.env_config, sort_keys=True, default=str), run.scalarise,
+               run.preference, run.utopia, run.reference_point, headline.metric, episodes, run.seed)
+        if key not in _BASELINES:
+            _BASELINES[key] = compiled_baseline(headline, self.learner, self.plan.env, self.plan.reference,
+                                                episodes, run.seed)
+        return _BASELINES[key]
 
     def finish(self, run_dir: Path, rows: list[dict], evals: list[tuple[int, Evaluation]]) -> dict:
         p, exp, trainer = self.plan, self.exp, self.learner

@@ -74,8 +74,9 @@ MAX_SEEDS = 100_000
 class RunConfig:
     seeds: int = param(4, "independent seeds trained together in one compiled run", min=1, max=MAX_SEEDS)
     seed: int = param(0, "base random seed; seed i of the run uses (seed, i)", min=0)
-    total_steps: int = param(1_000_000, "environment steps per seed (gradient steps offline, episodes for GRPO); "
-                                        "the run trains the whole updates that fit in it", min=1)
+    total_steps: int = param(1_000_000, "environment steps per seed (gradient steps offline; for grpo and "
+                                        "lm_grpo, each episode counts its longest length); the run trains the "
+                                        "whole updates that fit in it", min=1)
     chunk_steps: int = param(50_000, "environment steps per seed between logging, evaluation and checkpoints", min=1)
     eval_episodes: int = param(32, "evaluation episodes per seed", min=1)
     eval_every: int = param(1, "evaluate every this many chunks (0: only at the end)", min=0)

@@ -91,8 +91,9 @@ def compiled_baseline(headline: Headline, trainer: Any, env: Any, reference: np.
         return tree_baseline(env)
     key = jax.random.PRNGKey(seed)
     played = trainer.policy().env
-    if isinstance(bare_env(played), TextGame):   # a game in words: random legal moves of the game underneath
-        played = EpisodeStats(bare_env(played).game)
+    text = bare_env(played)
+    if isinstance(text, TextGame):   # a game in words: random legal moves of the game underneath
+        played = EpisodeStats(text.game)
     if headline is WIN:   # random legal moves against random legal moves, in every seat in turn
         n = played.spec.num_agents
         out = jit_once(make_match(played, [random_policy(played)] * n, -(-episodes // n)))([None] * n, key)
