@@ -79,7 +79,6 @@ import os
 import statistics
 import sys
 import time
-import types
 from pathlib import Path
 
 import jax
@@ -87,8 +86,17 @@ import jax.numpy as jnp
 import optax
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import paired, stamp, table, write_results  # noqa: E402
-from train_throughput import _load_script, git_blob, ippo_dir, jaxmarl_config  # noqa: E402
+from _common import (  # noqa: E402
+    _load_script,
+    git_blob,
+    ippo_dir,
+    jaxmarl_config,
+    jaxmarl_imports,
+    paired,
+    stamp,
+    table,
+    write_results,
+)
 
 from coplay.experiment.compiled import FEW_UPDATES, chunk_function, init_state, place, plan  # noqa: E402
 from coplay.experiment.config import parse_overrides  # noqa: E402
@@ -270,32 +278,6 @@ class _Discard:
 
     def log(self, metric: dict) -> None:
         pass
-
-
-def jaxmarl_imports(path: Path) -> list[str]:
-    """Make JaxMARL's baseline scripts importable; the runtime stand-ins this took (recorded in the results)."""
-    if (path / "jaxmarl").is_dir() and str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-    patches = []
-    if importlib.util.find_spec("brax") is None:
-        # jaxmarl.environments imports its MABrax environments, whose class bodies name `brax.envs.State`
-        # and the like; spread never touches them.
-        brax, envs = types.ModuleType("brax"), types.ModuleType("brax.envs")
-
-        def placeholder(name: str) -> type:
-            if name.startswith("__"):   # __file__ and the like: absent, as `inspect` expects of a module
-                raise AttributeError(name)
-            return type(name, (), {})
-
-        envs.__getattr__ = placeholder
-        brax.envs = envs
-        sys.modules.update({"brax": brax, "brax.envs": envs})
-        patches.append("brax: absent; an empty stand-in module (only MABrax's class definitions name it)")
-    if importlib.util.find_spec("wandb") is None:
-        sys.modules["wandb"] = types.ModuleType("wandb")
-        patches.append("wandb: absent; an empty stand-in module (ippo_ff_mpe's `wandb.log` is replaced by a "
-                       "no-op; iql_rnn calls wandb only with WANDB_MODE enabled, and it is disabled)")
-    return patches
 
 
 def _check(name: str, config: dict, expected: dict) -> None:
