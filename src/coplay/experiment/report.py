@@ -97,7 +97,7 @@ def start_wandb(run_dir: Path, config: dict):
     run_id = re.sub(r"[^A-Za-z0-9_-]", "-", run_dir.name)[-64:]
     return wandb.init(project=os.environ.get("WANDB_PROJECT", "coplay"), name=run_dir.name, id=run_id,
                       dir=str(run_dir), config=config, mode=os.environ.get("WANDB_MODE", "offline"),
-                      resume="allow", reinit="create_new")
+                      resume="allow", reinit="create_new")   # wandb >= 0.19
 
 
 def _fmt(v) -> str:
