@@ -23,8 +23,9 @@ from typing import Any
 import jax
 import numpy as np
 
+from coplay.algos.common.arena import against_random
 from coplay.algos.common.evaluation import make_evaluator
-from coplay.algos.common.matches import bare_env, make_match, outcomes, random_policy
+from coplay.algos.common.matches import bare_env, random_policy
 from coplay.core.compile import jit_once
 from coplay.envs.text.games import TextGame
 from coplay.envs.trees.tree import GameTree
@@ -95,9 +96,7 @@ def compiled_baseline(headline: Headline, trainer: Any, env: Any, reference: np.
     if isinstance(text, TextGame):   # a game in words: random legal moves of the game underneath
         played = EpisodeStats(text.game)
     if headline is WIN:   # random legal moves against random legal moves, in every seat in turn
-        n = played.spec.num_agents
-        out = jit_once(make_match(played, [random_policy(played)] * n, -(-episodes // n)))([None] * n, key)
-        return float(np.mean([np.mean(outcomes(out["return"], s)["win"]) for s in range(n)]))
+        return float(np.mean(jit_once(against_random(played, random_policy(played), episodes))(None, key)["win"]))
     if not played.spec.discrete_actions:
         return None
     out = jit_once(make_evaluator(random_policy(played), episodes))(None, key)
