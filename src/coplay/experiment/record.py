@@ -23,6 +23,8 @@ coverage) are drawn beside it, at `<name>.<quality>.png`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,17 +40,20 @@ from coplay.experiment import checkpoint
 from coplay.experiment.compiled import init_state, plan
 from coplay.experiment.config import Experiment, parse_overrides
 from coplay.experiment.loop import check_checkpoint_config
+from coplay.experiment.rundir import check_writable
 from coplay.offline.dataset import (
     QUALITIES,
     Act,
     Actor,
     Dataset,
+    check_recordable,
     concatenate,
     dataset_stats,
     epsilon_mixture,
     random_policy,
     record,
     save,
+    writing,
 )
 from coplay.wrappers.agent_id import with_agent_id
 
@@ -126,18 +131,18 @@ def record_dataset(source: str, quality: str, episodes: int, out: str | Path, *,
     if not out.name.endswith(".vlt"):
         raise ConfigError(f"--out {out}: a dataset directory is named <name>.vlt (OG-MARL's layout), the quality "
                           "goes inside it")
-    if (out / quality).exists():
-        raise ConfigError(f"{out / quality} already exists; remove it or record to another --out")
-    key = jax.random.PRNGKey(seed)
     if source == "random":
         if quality != "poor":
             raise ConfigError(f"random play records quality 'poor', not {quality!r}: record the others from a run "
                               "directory")
         exp = parse_overrides(["algo=ippo", *(env_overrides or [])])
         env = ENVS.make(exp.env, **exp.env_config)
-        noise = epsilon_mixture(random_policy(env), env, epsilon)
-        data = record(env, noise, episodes, key, quality, {"source": "random", "seed": seed, "epsilon": epsilon})
-        return _written(data, out, quality, {"checkpoints": []})
+        check_recordable(env)
+        with _output(out, quality):
+            key = jax.random.PRNGKey(seed)
+            noise = epsilon_mixture(random_policy(env), env, epsilon)
+            data = record(env, noise, episodes, key, quality, {"source": "random", "seed": seed, "epsilon": epsilon})
+            return _written(data, out, quality, {"checkpoints": []})
     if env_overrides:
         raise ConfigError(f"{' '.join(env_overrides)}: a run's dataset is recorded on the run's own environment")
     run_dir = Path(source)
@@ -147,11 +152,31 @@ def record_dataset(source: str, quality: str, episodes: int, out: str | Path, *,
     if not 0 <= run_seed < exp.run.seeds:
         raise ConfigError(f"--run-seed {run_seed}: the run has seeds 0..{exp.run.seeds - 1}")
     p = plan(exp)
-    env, trainer = p.env, p.trainer
-    target = init_state(p)
+    check_recordable(p.env)
     paths = checkpoint.list_checkpoints(run_dir / "checkpoints")
     if not paths:
         raise ConfigError(f"{run_dir} has no checkpoint to record from")
+    with _output(out, quality):
+        return _from_run(p, exp, run_dir, paths, quality, episodes, out, seed=seed, epsilon=epsilon,
+                         run_seed=run_seed, eval_episodes=eval_episodes)
+
+
+@contextmanager
+def _output(out: Path, quality: str) -> Iterator[None]:
+    """The dataset `out/quality` held by this process, checked new and writable (with the
+    folder its statistics are drawn in) before any episode is played."""
+    with writing(out / quality):
+        if (out / quality).exists():
+            raise ConfigError(f"{out / quality} already exists; remove it or record to another --out")
+        check_writable(out.parent)
+        yield
+
+
+def _from_run(p: Any, exp: Experiment, run_dir: Path, paths: list[Path], quality: str, episodes: int, out: Path, *,
+              seed: int, epsilon: float, run_seed: int, eval_episodes: int) -> dict[str, Any]:
+    key = jax.random.PRNGKey(seed)
+    env, trainer = p.env, p.trainer
+    target = init_state(p)
     params, steps = [], []
     for path in paths:
         state, meta = checkpoint.load(path, target, lambda m, f: check_checkpoint_config(m, exp, f))

@@ -3,6 +3,7 @@ resumed, and what a failed write or Ctrl-C leaves of it.
 
     new_run_dir        a fresh `<time>-<algo>-<env>` directory, never somebody else's
     open_run_dir       a fresh one, or a run directory to resume, checked writable
+    hold_run_dir       the run directory held by this process alone (`coplay.core.lock`)
     storage_errors     a write that fails midway becomes a StorageError naming the resume command
     interrupt_guard    first Ctrl-C finishes the chunk and checkpoints; a second stops at once
 """
@@ -21,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 
 from coplay.core.errors import CoplayError, StorageError
+from coplay.core.lock import LOCK_NAME, held
 from coplay.experiment import checkpoint
 
 
@@ -68,6 +70,12 @@ def open_run_dir(out_dir: str | Path, name: str | None, algo: str, env: str, res
         if directory.is_dir():
             check_writable(directory)
     return resume
+
+
+def hold_run_dir(run_dir: Path):
+    """Hold `run_dir` for this process alone while inside: a second `coplay train` on it (a
+    resume, or the same `name`) is refused at once, naming this one (`InUseError`)."""
+    return held(run_dir / LOCK_NAME, f"the run directory {run_dir}")
 
 
 def check_writable(directory: Path) -> None:

@@ -17,7 +17,7 @@ from coplay.experiment.compiled import CompiledEngine, plan, uniform_return
 from coplay.experiment.config import Experiment, parse_overrides, recommended, resume_differences
 from coplay.experiment.host import HostEngine
 from coplay.experiment.loop import Engine, RunResult, differences, run_loop
-from coplay.experiment.rundir import open_run_dir, storage_errors
+from coplay.experiment.rundir import hold_run_dir, open_run_dir, storage_errors
 from coplay.interop.extras import require
 
 ENGINES: dict[str, Callable[[Experiment], Engine]] = {"compiled": CompiledEngine, "host": HostEngine}
@@ -71,7 +71,7 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
     try:
         with callback_errors():  # a bridged environment's error keeps its type and message
             run_dir = open_run_dir(exp.run.out_dir, exp.run.name, exp.algo, exp.env, resume_dir)
-            with storage_errors(run_dir):
+            with hold_run_dir(run_dir), storage_errors(run_dir):
                 return run_loop(engine, run_dir, resume_dir is not None, stop_after_chunks)
     finally:
         engine.close()

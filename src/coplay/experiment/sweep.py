@@ -78,13 +78,15 @@ import numpy as np
 import yaml
 
 from coplay.algos import SOLVERS
-from coplay.core.errors import ConfigError, TrainingError
+from coplay.core.errors import ConfigError, StorageError, TrainingError
+from coplay.core.lock import LOCK_NAME, held
 from coplay.eval.stats import SUMMARY_REPS, iqm_ci
 from coplay.experiment import checkpoint
 from coplay.experiment import solve as solving
 from coplay.experiment.checkpoint import atomic_write
 from coplay.experiment.config import Experiment, parse_overrides, result_dict
 from coplay.experiment.report import curve, draw_band, read_metrics, save_figure
+from coplay.experiment.rundir import check_writable
 
 SEARCHES = ("grid", "random")
 DISTRIBUTIONS = ("uniform", "loguniform", "randint")
@@ -541,12 +543,17 @@ def sweep(args: list[str], *, search: str = "grid", samples: int = 8, search_see
         raise ConfigError(f"--cpus-per-trial must be > 0 and --gpus-per-trial >= 0, "
                           f"got {cpus_per_trial} and {gpus_per_trial}")
     scale.check_address(address)
-    _write_plan(p, {"samples": samples, "search_seed": search_seed, "vmap_seeds": vmap_seeds})
-
-    todo = {t.id: t.payload() for t in p.trials if not (t.run_dir / "summary.json").exists()}
-    outcomes = scale.run_trials(run_trial, todo, storage_dir=p.sweep_dir, name="tune", address=address,
-                                num_cpus=num_cpus, cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus_per_trial,
-                                max_failures=max_failures, verbose=verbose)
+    try:
+        p.sweep_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StorageError(f"cannot make the sweep directory {p.sweep_dir}: {e.strerror or e}") from None
+    check_writable(p.sweep_dir)
+    with held(p.sweep_dir / LOCK_NAME, f"the sweep directory {p.sweep_dir}"):
+        _write_plan(p, {"samples": samples, "search_seed": search_seed, "vmap_seeds": vmap_seeds})
+        todo = {t.id: t.payload() for t in p.trials if not (t.run_dir / "summary.json").exists()}
+        outcomes = scale.run_trials(run_trial, todo, storage_dir=p.sweep_dir, name="tune", address=address,
+                                    num_cpus=num_cpus, cpus_per_trial=cpus_per_trial,
+                                    gpus_per_trial=gpus_per_trial, max_failures=max_failures, verbose=verbose)
     # A trial that finished on a node whose disk this machine cannot see still reported its summary.
     for trial in p.trials:
         o = outcomes.get(trial.id)

@@ -33,7 +33,9 @@ import io
 import json
 import os
 import shutil
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +45,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.core.env import Env
-from coplay.core.errors import ConfigError
+from coplay.core.errors import ConfigError, StorageError
+from coplay.core.lock import held
 from coplay.core.spaces import Box
 from coplay.core.types import EnvSpec
 
@@ -95,12 +98,23 @@ def spec_record(spec: EnvSpec) -> dict[str, Any]:
             "reward_dim": spec.reward_dim, "max_steps": spec.max_steps}
 
 
+def check_recordable(env: Env) -> None:
+    """Refuse an environment whose actions a dataset cannot hold: one discrete action or a
+    Box per agent are recorded; utterances (a text environment's token arrays) are not."""
+    space = env.spec.action_space
+    if not env.spec.discrete_actions and not isinstance(space, Box):
+        kind = "utterances (token arrays)" if env.spec.name.startswith("text:") else repr(space)
+        raise ConfigError(f"env={env.spec.name!r} acts with {kind}: coplay's datasets record one discrete action or "
+                          "a Box of actions per agent, so this environment cannot be recorded")
+
+
 def random_policy(env: Env) -> Act:
     """Uniform over each agent's legal actions (uniform in the bounds for continuous actions)."""
+    check_recordable(env)
     if env.spec.discrete_actions:
         return lambda key, obs, mask: jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf))
     space = env.spec.action_space
-    assert isinstance(space, Box), "actions are discrete or a Box"
+    assert isinstance(space, Box)
     low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
     return lambda key, obs, mask: jax.random.uniform(key, obs.shape[:2] + space.shape, jnp.float32, low, high)
 
@@ -129,6 +143,7 @@ def record(env: Env, act: Act | Actor, episodes: int, key: jax.Array, quality: s
         raise ConfigError(f"quality={quality!r} is not one of {', '.join(QUALITIES)}")
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ConfigError(f"episodes={episodes!r}: a dataset needs a whole number of at least 1 episode")
+    check_recordable(env)
     spec = env.spec
     horizon = spec.max_steps
     actor = _actor(act)
@@ -221,18 +236,45 @@ def _quiet() -> contextlib.AbstractContextManager:
 
 def save(data: Dataset, path: str | os.PathLike) -> Path:
     """Write `data` at `path` (`<root>/<name>.vlt/<quality>`), atomically. An existing
-    dataset there is refused, not overwritten."""
+    dataset there is refused, not overwritten; a second process writing the same path
+    meets `InUseError` (see `writing`)."""
+    root, name, uid = _vault_path(path)
+    final = root / name / uid
+    if data.steps == 0:
+        raise ConfigError("the dataset is empty: it has no steps to save")
+    with writing(path):
+        if final.exists():
+            raise ConfigError(f"{final} already exists; remove it or record to another path")
+        _write_vault(data, root, name, uid)
+    return final
+
+
+@contextmanager
+def writing(path: str | os.PathLike) -> Iterator[Path]:
+    """Hold the dataset `path` (`<root>/<name>.vlt/<quality>`) for this process alone while
+    inside (`coplay.core.lock`; a second writer meets `InUseError` naming this one), its
+    directory made and checked writable first; the unfinished writes that a killed writer
+    left are removed. Yields the dataset's directory."""
+    root, name, uid = _vault_path(path)
+    vault = root / name
+    try:
+        vault.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=vault):
+            pass
+    except OSError as e:
+        raise StorageError(f"cannot write the dataset {vault / uid}: {e.strerror or e}") from None
+    with held(vault / f".{uid}.lock", f"the dataset {vault / uid}"):
+        for stale in vault.glob(f".{uid}.partial-*"):      # only a writer holding this lock makes them
+            shutil.rmtree(stale, ignore_errors=True)
+        yield vault / uid
+
+
+def _write_vault(data: Dataset, root: Path, name: str, uid: str) -> None:
     from flashbax.buffers.trajectory_buffer import TrajectoryBufferState
     from flashbax.vault import Vault
 
-    root, name, uid = _vault_path(path)
     final = root / name / uid
-    if final.exists():
-        raise ConfigError(f"{final} already exists; remove it or record to another path")
-    if data.steps == 0:
-        raise ConfigError("the dataset is empty: it has no steps to save")
     partial = f".{uid}.partial-{os.getpid()}"
-    shutil.rmtree(root / name / partial, ignore_errors=True)
     experience = jax.tree.map(jnp.asarray, data.experience)
     state = TrajectoryBufferState(experience=experience, current_index=jnp.asarray(data.steps, jnp.int32),
                                   is_full=jnp.asarray(False))
@@ -244,7 +286,6 @@ def save(data: Dataset, path: str | os.PathLike) -> Path:
     if written != data.steps:
         raise ConfigError(f"writing {final} stored {written} of {data.steps} steps")
     os.replace(root / name / partial, final)             # complete: only now does the dataset exist
-    return final
 
 
 def load(path: str | os.PathLike, env: Env | None = None) -> Dataset:
