@@ -10,6 +10,7 @@ from coplay.core.errors import CoplayError, callback_errors
 TRAIN_EPILOG = """Overrides are key=value pairs, e.g.
   coplay train algo=ippo env=foraging seeds=8 algo.lr=3e-4 total_steps=2e6
   coplay train resume=runs/<run dir>
+  coplay train algo=ippo env=spread seeds=64 --plan   # schedule and memory estimate; nothing runs
 """
 
 
@@ -57,6 +58,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
         # Resume from the run's own config; any overrides given must agree with it.
         stored = Experiment.load(Path(exp.run.resume) / "config.yaml")
         exp = parse_overrides(args.overrides, base=stored)
+    if args.plan:
+        from coplay.experiment.runner import plan_lines
+
+        print("\n".join(plan_lines(exp)))
+        return 0
     result = train(exp)
     if result.interrupted:
         print(f"interrupted; checkpoint saved in {result.run_dir}/checkpoints")
@@ -205,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_train.add_argument("-h", "--help", action="store_true", help="list algorithms, environments and config fields")
     p_train.add_argument("--config", metavar="FILE", help="start from this config file (the form of a run "
                          "directory's config.yaml; fields it leaves out keep their defaults); overrides apply on top")
+    p_train.add_argument("--plan", action="store_true", help="print what the run would do (its schedule, and "
+                         "the memory it needs against what the machine has) and stop: nothing is compiled or written")
     p_train.add_argument("overrides", nargs="*", help="key=value config overrides")
     p_train.set_defaults(func=_cmd_train)
 

@@ -9,6 +9,7 @@ run exactly."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy
 from coplay.core.registry import ENVS
-from coplay.experiment import fronts, warm_start
+from coplay.experiment import fronts, memory, warm_start
 from coplay.experiment.config import Experiment
 from coplay.experiment.evaluate import record_dialogue, record_episode
 from coplay.experiment.headline import Headline, compiled_baseline
@@ -206,6 +207,18 @@ def uniform_return(p: Plan, episodes: int = 512, seed: int = 7) -> float:
 
 
 _BASELINES: dict[tuple, float | None] = {}   # what compiled_baseline gave, by everything it depends on
+_MEMORY: dict[str, memory.MemoryEstimate] = {}   # one seed's estimate, by everything that sizes it
+
+
+def memory_estimate(p: Plan) -> memory.MemoryEstimate:
+    """The memory `p`'s run needs (`coplay.experiment.memory`), with what the machine has
+    now; the traced part is computed once per process for runs of the same shapes."""
+    exp = p.exp
+    key = json.dumps([exp.algo, exp.env, exp.env_config, dataclasses.asdict(exp.algo_config), exp.run.scalarise,
+                      exp.run.eval_episodes], sort_keys=True, default=str)
+    if key not in _MEMORY:
+        _MEMORY[key] = memory.estimate(p.trainer, 1, exp.run.eval_episodes)
+    return memory.for_seeds(_MEMORY[key], exp.run.seeds)
 
 
 class CompiledEngine(Engine):
@@ -217,6 +230,20 @@ class CompiledEngine(Engine):
         self.learner = self.plan.trainer
         self.schedule = self.plan.schedule
         self._state: Any = None
+        try:
+            self.memory = memory_estimate(self.plan)
+            if exp.run.check_memory and not self.memory.fits():
+                m = self.memory
+                raise ConfigError(f"the run needs about {memory.gb(m.total)} of memory and "
+                                  f"{memory.gb(m.available or 0)} is available ({m.where}): "
+                                  f"{memory.gb(2 * m.state_bytes)} for the state of {exp.run.seeds} seeds (and a "
+                                  "checkpoint's copy), "
+                                  f"{memory.gb(max(m.update, m.evaluation))} of working memory; "
+                                  f"{memory.advice(m, exp.algo_config)}. `coplay train ... --plan` prints the "
+                                  "estimate; check_memory=false runs it anyway")
+        except BaseException:
+            self.close()
+            raise
         if exp.run.init_from is not None and exp.run.resume is None:
             try:
                 warm_start.check(exp, jax.eval_shape(self.learner.init, jax.random.PRNGKey(0)))

@@ -92,6 +92,8 @@ class RunConfig:
     init_params: str | None = param(None, "with init_from, the groups to copy, source:destination, e.g. "
                                           "agent:actor (default: every group both runs have by name)")
     progress: bool = param(True, "show a progress bar", affects_results=False)
+    check_memory: bool = param(True, "refuse a compiled run whose estimated memory exceeds what the machine has "
+                                     "available (`coplay train ... --plan` prints the estimate)", affects_results=False)
     logger: str = param("tensorboard", "where metrics go besides metrics.csv, joined by '+': tensorboard (event "
                                        "files in the run directory), wandb (a Weights & Biases run, offline unless "
                                        "WANDB_MODE says otherwise, its files in the run directory), or csv alone",

@@ -16,7 +16,8 @@ from coplay.core.errors import ConfigError, callback_errors
 from coplay.experiment.compiled import CompiledEngine, plan, uniform_return
 from coplay.experiment.config import Experiment, parse_overrides, recommended, resume_differences
 from coplay.experiment.host import HostEngine
-from coplay.experiment.loop import Engine, RunResult, differences, run_loop
+from coplay.experiment.loop import Engine, RunResult, differences, evaluates_after, run_loop
+from coplay.experiment.memory import advice as memory_advice
 from coplay.experiment.rundir import hold_run_dir, open_run_dir, storage_errors
 from coplay.interop.extras import require
 
@@ -73,6 +74,29 @@ def train(config: Experiment | dict | list[str] | None = None, *, stop_after_chu
             run_dir = open_run_dir(exp.run.out_dir, exp.run.name, exp.algo, exp.env, resume_dir)
             with hold_run_dir(run_dir), storage_errors(run_dir):
                 return run_loop(engine, run_dir, resume_dir is not None, stop_after_chunks)
+    finally:
+        engine.close()
+
+
+def plan_lines(config: Experiment | dict | list[str] | None = None, **overrides: Any) -> list[str]:
+    """What `train` would run, as lines of text: the engine, the schedule and (for the
+    compiled engine) the memory estimate against what the machine has. Nothing is
+    compiled, initialised or written."""
+    exp = resolve(config, **overrides)
+    engine = build_engine(parse_overrides(["check_memory=false"], base=exp))
+    try:
+        s, run = engine.schedule, exp.run
+        evaluations = sum(evaluates_after(exp, s.num_chunks, c) for c in range(s.num_chunks))
+        lines = [f"algo={exp.algo} on env={exp.env}: the {get_algo(exp.algo).engine} engine, {run.seeds} seeds",
+                 f"{s.num_updates} updates of {s.per_update} {engine.learner.config.step_unit} per seed "
+                 f"({s.num_updates * s.per_update} of total_steps={run.total_steps}), in {s.num_chunks} chunks of "
+                 f"up to {s.updates_per_chunk}; {evaluations} evaluations of {run.eval_episodes} episodes per seed"]
+        estimate = getattr(engine, "memory", None)
+        if estimate is None:
+            return [*lines, "memory: not estimated for this engine"]
+        verdict = ("fits" if estimate.fits() else
+                   f"does not fit: {memory_advice(estimate, exp.algo_config)}; check_memory=false runs it anyway")
+        return [*lines, *estimate.lines(), f"the run {verdict}"]
     finally:
         engine.close()
 
