@@ -162,7 +162,8 @@ def test_measuring_between_blocks_changes_nothing_computed(kuhn):
 
 
 def test_unknown_variant_and_game_are_refused():
-    with pytest.raises(ConfigError, match=r"algo.variant='cfr\+\+' is not allowed; valid choices: cfr, cfr\+, dcfr"):
+    with pytest.raises(ConfigError, match=r"algo.variant='cfr\+\+' is not allowed; did you mean 'cfr\+'\? "
+                                          r"valid choices: cfr, cfr\+, dcfr"):
         cfr.run(coplay.make("tree:kuhn_poker"), cfr.Config(variant="cfr++"))
     with pytest.raises(UnknownNameError, match="kuhn_poker"):
         game_tree("kuhn")

@@ -61,6 +61,18 @@ def test_bad_values_are_refused(args, words):
         assert w in str(e.value)
 
 
+@pytest.mark.parametrize("args, hint", [
+    (["algo=grpo", "env=text:kuhn_poker", "algo.estimator=rea"], "algo.estimator='rea' is not allowed; did you mean "
+                                                                  "'rae'? valid choices: grpo, "),
+    (["algo.activation=rellu"], "algo.activation='rellu' is not allowed; did you mean 'relu'? valid choices: "),
+    (["algo.activation=sigmoid"], "algo.activation='sigmoid' is not allowed; valid choices: "),
+])
+def test_a_misspelt_choice_gets_a_did_you_mean_as_a_misspelt_field_name_does(args, hint):
+    with pytest.raises(ConfigError) as e:
+        parse_overrides(args)
+    assert hint in str(e.value)
+
+
 def test_yaml_round_trip():
     exp = parse_overrides(["algo=ippo", "algo.lr=1e-3", "env.n_agents=4", "seeds=2"])
     back = Experiment.from_dict(__import__("yaml").safe_load(exp.to_yaml()))

@@ -182,7 +182,8 @@ def test_decoding_restricted_to_legal_moves_never_forfeits_in_training_or_evalua
 
 
 @pytest.mark.parametrize("env, opponent, words", [
-    ("text:kuhn_poker", "minimax", ["the minimax bot plays tic-tac-toe only", "kuhn_poker"]),
+    ("text:kuhn_poker", "minimax", ["algo.opponent=minimax: the minimax bot plays tic-tac-toe only, not "
+                                    "'text:kuhn_poker'; bots that play it: random"]),   # the game asked for
     ("text:nim", "random", ["algo.opponent=random is a scripted bot", "'text:nim' is not a text game",
                             "latest, uniform, pfsp"]),
     ("text:nim", "self", ["algo.bot=random is a scripted bot", "'text:nim' is not a text game",

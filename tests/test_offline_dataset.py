@@ -133,3 +133,23 @@ def test_bad_datasets_and_requests_are_refused_clearly(spread_data, tmp_path):
     (path / "manifest.ocdbt").write_bytes(b"damaged")
     with pytest.raises(ConfigError, match="cannot be read"):
         load(path)
+
+
+def test_a_dataset_directory_or_a_misspelt_quality_is_refused_naming_the_qualities_inside(spread_data, tmp_path):
+    env, data = spread_data
+    vault = tmp_path / "spread.vlt"
+    save(data, vault / "poor")
+    save(data, vault / "good")
+    with pytest.raises(ConfigError, match=r"no dataset at .*spread\.vlt: it is a dataset directory, which holds the "
+                                          r"qualities good, poor; name one of them, e\.g\. .*spread\.vlt/good"):
+        load(vault)
+    with pytest.raises(ConfigError, match=r"no dataset at .*spread\.vlt/god; did you mean 'good'\? .*spread\.vlt "
+                                          r"holds the qualities good, poor"):
+        load(vault / "god")
+    with pytest.raises(ConfigError, match=r"no dataset at .*spread\.vlt/medium; .*spread\.vlt holds the qualities "
+                                          r"good, poor"):
+        load(vault / "medium")
+    from coplay.experiment.compiled import plan
+    from coplay.experiment.config import parse_overrides
+    with pytest.raises(ConfigError, match=r"which holds the qualities good, poor"):
+        plan(parse_overrides(["algo=cfcql", "env=spread", f"algo.dataset={vault}"]))

@@ -159,8 +159,13 @@ def test_a_run_scalarises_from_the_command_line_for_any_algorithm():
 @pytest.mark.parametrize("overrides, words", [
     (["preference=0.5:0.5"], "preference and utopia are read only when scalarising: add scalarise=linear"),
     (["scalarise=linear"], "scalarise=linear needs the weights of the objectives: preference=0.7:0.3"),
-    (["scalarise=linear", "preference=1:1:1"], "scalarise=linear preference=1:1:1: weights for 'treasure' must be 2 "
-                                               "finite numbers (one per objective: treasure, time)"),
+    (["scalarise=linear", "preference=0.5:0.25:0.25"], "scalarise=linear preference=0.5:0.25:0.25: weights for "
+                                                       "'treasure' must be 2 finite numbers (one per objective: "
+                                                       "treasure, time)"),
+    (["scalarise=linear", "preference=-1:2"], "preference=-1:2: weights must be non-negative with a positive sum"),
+    (["scalarise=chebyshev", "preference=0.5:0.5", "utopia=-100:-100"],
+     "utopia [-100.0, -100.0] is not a utopia point of 'treasure': its true front reaches [15.0, -2.0] in "
+     "(treasure, time)"),
     (["scalarise=linear", "preference=gold"], "'gold' is not a list of numbers"),
     (["scalarise=chebyshev", "preference=0.5:0.5"], "needs a utopia point"),
     (["scalarise=pareto"], "valid choices: linear, chebyshev"),
@@ -172,3 +177,38 @@ def test_bad_scalarisations_from_the_command_line_are_refused_before_anything_co
     with pytest.raises(ConfigError) as e:
         plan(parse_overrides(["algo=ippo", "env=treasure", *overrides]))
     assert words in str(e.value)
+
+
+def test_a_utopia_point_below_what_the_environment_reaches_is_refused_as_a_bad_reference_point_is():
+    from coplay import make
+
+    # beach computes no true front; its reference point (0, 0) bounds every return from below
+    with pytest.raises(ConfigError, match=r"utopia \[-100.0, -100.0\] is not a utopia point of 'beach': it is not "
+                                          r"above the environment's reference point \[0.0, 0.0\] \(every episode "
+                                          r"return is at least that\) in capacity, mixture"):
+        Scalarise(make("beach"), weights=[0.5, 0.5], method="chebyshev", utopia=[-100.0, -100.0])
+    with pytest.raises(ConfigError, match=r"not a utopia point of 'treasure': its true front reaches \[15.0, -2.0\]"):
+        Scalarise(make("treasure"), weights=[0.5, 0.5], method="chebyshev", utopia=[14.0, 0.0])
+    Scalarise(make("treasure"), weights=[0.5, 0.5], method="chebyshev", utopia=[15.0, -2.0])   # the best: fine
+
+
+def test_a_preference_that_does_not_sum_to_one_is_normalised_saying_so_and_resumes_as_given(capsys):
+    from coplay.experiment.compiled import plan
+    from coplay.experiment.config import Experiment, parse_overrides, resume_differences
+
+    args = ["algo=ippo", "env=treasure", "scalarise=linear", "preference=0.7:0.7"]
+    exp = parse_overrides(args)
+    assert exp.run.preference == "0.5:0.5"      # what config.yaml keeps, and what the run trains on
+    assert "note: preference=0.7:0.7 sums to 1.4, not 1; normalised to preference=0.5:0.5" in capsys.readouterr().err
+    np.testing.assert_allclose(plan(exp).env.weights, [[0.5, 0.5], [0.5, 0.5]])
+    assert parse_overrides(["algo=ippo", "env=treasure", "scalarise=linear", "preference=1:3"]).run.preference \
+        == "0.25:0.75"
+    # resuming with the same command line: the same config, said once
+    stored = Experiment.from_dict(exp.to_dict())
+    capsys.readouterr()
+    assert resume_differences(stored, parse_overrides(args, base=stored)) == []
+    assert capsys.readouterr().err == ""
+    # a stored config written before preferences were normalised is kept as written: it resumes exactly
+    legacy = Experiment.from_dict({**exp.to_dict(), "preference": "0.7:0.7"})
+    assert parse_overrides([], base=legacy).run.preference == "0.7:0.7"
+    assert parse_overrides(args, base=legacy).run.preference == "0.7:0.7"

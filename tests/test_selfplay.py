@@ -202,7 +202,8 @@ def test_a_policy_built_for_another_game_is_refused():
     players = [Player("x", random_policy(ttt)), Player("c4bot", random_policy(c4))]
     with pytest.raises(ConfigError, match=r"policy 'c4bot' was built for environment 'connect_four'"):
         round_robin(ttt, players, games=4, key=jax.random.PRNGKey(0))
-    with pytest.raises(ConfigError, match="the minimax bot plays tic-tac-toe only; 'connect_four'"):
+    with pytest.raises(ConfigError, match="the minimax bot plays tic-tac-toe only, not 'connect_four'; bots that "
+                                          "play it: random"):
         make_bot("minimax", c4)
     with pytest.raises(ConfigError, match="unknown bot 'minmax'; did you mean 'minimax'"):
         make_bot("minmax", ttt)

@@ -42,11 +42,9 @@ from coplay.algos.common.evaluation import make_evaluator
 from coplay.algos.common.preferences import (
     check_show_weight,
     linear_utility,
-    named_reference_point,
     per_weight_results,
     read_front,
     spread_weights,
-    true_front,
 )
 from coplay.algos.common.rollout import Transition
 from coplay.core.config import number_list, param, parse_numbers
@@ -55,6 +53,7 @@ from coplay.core.errors import ConfigError
 from coplay.core.policy import Evaluator, Policy
 from coplay.core.types import TimeStep
 from coplay.wrappers import Accrued, Objectives, chebyshev
+from coplay.wrappers.scalarise import check_utopia, named_reference_point, true_front
 
 UTILITY_RETURN = ("episode utility under each policy's own weight (w . R, or algo.utility=chebyshev's), averaged "
                   "over agents and weights (undiscounted)")
@@ -255,10 +254,7 @@ def chebyshev_point(env: Env, utopia: str | None) -> tuple[jax.Array, jax.Array]
         z = np.asarray(parse_numbers(utopia), np.float64)
         if z.shape != (k,) or not np.all(np.isfinite(z)):
             raise ConfigError(f"algo.utopia={utopia} must be {k} finite numbers, one per objective: {', '.join(names)}")
-        if truth is not None and np.any(truth.max(0) > z):
-            raise ConfigError(f"algo.utopia={utopia} is not a utopia point of {env.spec.name!r}: its true front "
-                              f"reaches {truth.max(0).tolist()} in ({', '.join(names)}); give one at least that good "
-                              "in every objective")
+        check_utopia(env, z, f"algo.utopia={utopia}")
     scale = np.ones(k) if reference is None else z - reference
     if np.any(scale <= 0):
         raise ConfigError(f"chebyshev's utopia point {z.tolist()} must be better than the reference point "

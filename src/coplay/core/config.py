@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from coplay.core.errors import ConfigError, unknown_name
+from coplay.core.errors import ConfigError, did_you_mean, unknown_name
 
 
 def param(default: Any, help: str, *, min: float | None = None, max: float | None = None,
@@ -126,7 +126,8 @@ def check(cfg: Any, prefix: str = "") -> None:
             continue
         choices = meta.get("choices")
         if choices is not None and value not in choices:
-            raise ConfigError(f"{where}={value!r} is not allowed; valid choices: {', '.join(map(str, choices))}")
+            hint = did_you_mean(value, choices) or ";"
+            raise ConfigError(f"{where}={value!r} is not allowed{hint} valid choices: {', '.join(map(str, choices))}")
         wrong = meta["rule"](value) if meta.get("rule") else None
         if wrong:
             raise ConfigError(f"{where}={value!r} is not allowed: {wrong}")

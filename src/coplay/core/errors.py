@@ -67,16 +67,19 @@ class RegistryError(CoplayError, ValueError):
     """A name is registered twice, or a registration is malformed (a programming error)."""
 
 
+def did_you_mean(value: object, choices: Iterable[object]) -> str:
+    """`"; did you mean 'x'?"` for the choice closest to a misspelt `value`, or "" where none is close."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, [str(c) for c in choices], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def unknown_name(kind: str, value: object, choices: Iterable[str]) -> UnknownNameError:
     """Build the standard 'unknown X' error with a close-match hint."""
     choices = sorted(choices)
-    hint = ""
-    if isinstance(value, str):
-        close = difflib.get_close_matches(value, choices, n=1)
-        if close:
-            hint = f"; did you mean {close[0]!r}?"
     return UnknownNameError(
-        f"unknown {kind} {value!r}{hint} valid choices: {', '.join(choices)}"
+        f"unknown {kind} {value!r}{did_you_mean(value, choices)} valid choices: {', '.join(choices)}"
     )
 
 

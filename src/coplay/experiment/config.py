@@ -11,11 +11,13 @@ the same shape, so it reads back into the same Experiment."""
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from coplay import lm as _lm  # noqa: F401  (registers algo=lm_grpo)
@@ -27,6 +29,7 @@ from coplay.core.config import (
     free_fields,
     number_list,
     param,
+    parse_numbers,
     set_field,
 )
 from coplay.core.errors import ConfigError, unknown_name
@@ -101,8 +104,8 @@ class RunConfig:
     scalarise: str | None = param(None, "train on a utility of the environment's vector reward "
                                         "(coplay.wrappers.Scalarise): linear or chebyshev",
                                   choices=("linear", "chebyshev"))
-    preference: str | None = param(None, "the scalarisation's weights, one per objective, e.g. 0.7:0.3",
-                                   rule=number_list)
+    preference: str | None = param(None, "the scalarisation's weights, one per objective, e.g. 0.7:0.3 (scaled to "
+                                         "sum to 1)", rule=number_list)
     utopia: str | None = param(None, "chebyshev's utopia point, one number per objective, e.g. 10:0",
                                rule=number_list)
     reference_point: str | None = param(None, "several objectives: the point each front's hypervolume is taken "
@@ -307,8 +310,32 @@ class Experiment(ConfigFile):
 
 def parse_overrides(args: list[str], base: Experiment | None = None) -> Experiment:
     """Apply `key=value` overrides to `base` (default config when None)."""
-    return apply_overrides(args, base, Experiment, RunConfig, lambda name: get_algo(name).name,
-                           "e.g. algo=ippo, algo.lr=3e-4, seeds=8")
+    exp = apply_overrides(args, base, Experiment, RunConfig, lambda name: get_algo(name).name,
+                          "e.g. algo=ippo, algo.lr=3e-4, seeds=8")
+    return normalise_preference(exp, base)
+
+
+def normalise_preference(exp: Experiment, base: Experiment | None) -> Experiment:
+    """`exp` with a `preference` given now that does not sum to 1 scaled to sum to 1, saying
+    so on stderr: a utility's weights sum to 1, and other sums only scale the reward
+    (`preference=1:1` means 0.5:0.5). The scaled value is what config.yaml keeps. A
+    preference with a weight that is negative or not finite, or none positive, or without
+    `scalarise=`, is left for the run's checks to refuse; one that `base` holds already (a
+    stored run's) is kept as written, so that an older run resumes exactly."""
+    given = exp.run.preference
+    if given is None or exp.run.scalarise is None or (base is not None and given == base.run.preference):
+        return exp
+    weights = np.asarray(parse_numbers(given), np.float64)
+    total = float(weights.sum())
+    # 1e-5: a sum of weights written to six digits, as this writes them, counts as 1
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0) or total <= 0 or abs(total - 1.0) <= 1e-5:
+        return exp
+    value = ":".join(format(w, ".6g") for w in weights / total)
+    if base is None or value != base.run.preference:
+        print(f"coplay: note: preference={given} sums to {total:g}, not 1; normalised to preference={value} "
+              "(a utility's weights sum to 1; other sums would only scale the reward)", file=sys.stderr, flush=True)
+    exp.run = dataclasses.replace(exp.run, preference=value)
+    return exp
 
 
 def apply_overrides(args: list[str], base: Any, experiment: type[Any], run_class: type[Any],

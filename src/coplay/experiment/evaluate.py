@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -73,7 +75,12 @@ def record_dialogue(policy: Policy, params: Any, key: jax.Array) -> list[str]:
 
 
 def save_gif(frames: list[np.ndarray], path, fps: int = 8) -> None:
+    """`frames` as an animated GIF at `path`, written atomically (the old file or the new one, never a torn one)."""
     from PIL import Image
 
+    from coplay.experiment.checkpoint import atomic_write
+
     images = [Image.fromarray(np.asarray(f, np.uint8)) for f in frames]
-    images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
+    buf = io.BytesIO()
+    images[0].save(buf, format="GIF", save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
+    atomic_write(Path(path), buf.getvalue())

@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from coplay.algos.common.preferences import grid_sizes, named_reference_point, simplex_weights, true_front
+from coplay.algos.common.preferences import grid_sizes, simplex_weights
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.eval.multi_objective import expected_utility, hypervolume, pareto_front
+from coplay.wrappers.scalarise import named_reference_point, true_front
 
 # The expected utility averages over at least this many weights, evenly spread.
 UTILITY_WEIGHTS = 100

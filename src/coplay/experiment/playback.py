@@ -15,6 +15,7 @@ from coplay.eval.stats import summarize
 from coplay.experiment.config import Experiment
 from coplay.experiment.evaluate import save_gif
 from coplay.experiment.loop import Engine
+from coplay.experiment.outputs import check_output
 from coplay.experiment.runner import build_engine
 
 
@@ -65,6 +66,9 @@ def evaluate_run(run_dir: Path, episodes: int = 32, gif: bool = True, seed: int 
     expected utility (IQM and 95% CI over seeds) against the run's reference point."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ConfigError(f"episodes={episodes!r}: evaluation needs a whole number of at least 1 episode per seed")
+    if gif:   # refused before the checkpoint is loaded, not after the evaluation
+        check_output(Path(run_dir) / "episode.gif", "file", what="episode animation",
+                     fix="coplay eval --no-gif leaves it out")
     run = load_run(run_dir)
     engine, run_dir = run.engine, Path(run_dir)
     try:

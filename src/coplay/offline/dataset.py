@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.core.env import Env
-from coplay.core.errors import ConfigError, StorageError
+from coplay.core.errors import ConfigError, StorageError, did_you_mean
 from coplay.core.lock import held
 from coplay.core.spaces import Box
 from coplay.core.types import EnvSpec
@@ -288,6 +288,31 @@ def _write_vault(data: Dataset, root: Path, name: str, uid: str) -> None:
     os.replace(root / name / partial, final)             # complete: only now does the dataset exist
 
 
+def _qualities(directory: str | os.PathLike) -> list[str]:
+    """The datasets a `<name>.vlt` directory holds, by quality (its finished ones only)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    return sorted(p.name for p in directory.iterdir() if not p.name.startswith(".") and (p / "metadata.json").is_file())
+
+
+def _missing(vault: Path, uid: str) -> ConfigError:
+    """The refusal of `<vault>/<uid>`, which holds no dataset: it may be the `.vlt` directory
+    itself (its qualities named), a misspelt quality (the close one and those there named), or
+    a write that did not finish."""
+    where = vault / uid
+    inside = _qualities(where)
+    if inside:
+        return ConfigError(f"no dataset at {where}: it is a dataset directory, which holds the qualities "
+                           f"{', '.join(inside)}; name one of them, e.g. {where / inside[0]}")
+    partial = sorted(p.name for p in vault.glob(f".{uid}.partial-*")) if vault.is_dir() else []
+    hint = f" (an unfinished write was left as {partial[0]})" if partial else ""
+    beside = _qualities(vault)
+    if beside:
+        hint += f"{did_you_mean(uid, beside) or ';'} {vault} holds the qualities {', '.join(beside)}"
+    return ConfigError(f"no dataset at {where}{hint}")
+
+
 def load(path: str | os.PathLike, env: Env | None = None) -> Dataset:
     """Read the dataset at `path`; with `env`, refuse one made for another environment.
     A vault written by OG-MARL (no coplay description) is read as it is."""
@@ -296,9 +321,7 @@ def load(path: str | os.PathLike, env: Env | None = None) -> Dataset:
     root, name, uid = _vault_path(path)
     where = root / name / uid
     if not (where / "metadata.json").exists():
-        partial = sorted(p.name for p in (root / name).glob(f".{uid}.partial-*")) if (root / name).exists() else []
-        hint = f" (an unfinished write was left as {partial[0]})" if partial else ""
-        raise ConfigError(f"no dataset at {where}{hint}")
+        raise _missing(root / name, uid)
     try:
         meta = json.loads((where / "metadata.json").read_text()).get("coplay", {})
         with _quiet():

@@ -22,7 +22,10 @@ learn from the vector themselves).
   returns (ESR), which is what a non-linear utility of one episode asks for.
 
 `weights` is `[K]` (every agent) or `[N, K]` (one row per agent), non-negative with
-a positive sum; they are used as given, not normalised."""
+a positive sum; they are used as given, not normalised (`coplay train`'s `preference=`
+is normalised before it gets here). A utopia point that is not better than every return
+the environment can reach, as far as it knows them (its true front, its reference point),
+is refused (`check_utopia`)."""
 
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ import numpy as np
 from flax import struct
 
 from coplay.core.env import Env, TimeStepWrapper, Wrapper
-from coplay.core.errors import ConfigError, unknown_name
+from coplay.core.errors import ConfigError, CoplayError, unknown_name
 from coplay.core.types import EnvSpec, TimeStep
 
 METHODS = ("linear", "chebyshev")
@@ -55,6 +58,43 @@ def chebyshev(weights: jax.Array, utopia: jax.Array, vector_return: jax.Array,
     than every return, concave parts of the front included, which no linear weight
     reaches."""
     return -jnp.max(weights * jnp.abs(utopia - vector_return) / scale, axis=-1)
+
+
+def true_front(env: Env) -> np.ndarray | None:
+    """`[F, K]`: the environment's true Pareto front, where it computes one."""
+    compute = getattr(getattr(env, "unwrapped", env), "true_front", None)
+    if compute is None:
+        return None
+    try:
+        return np.asarray(compute(), np.float64)
+    except CoplayError:       # an environment that computes it for some of its variants only
+        return None
+
+
+def named_reference_point(env: Env) -> np.ndarray | None:
+    """`[K]`: the reference point the environment names in code, where it names one (weakly
+    worse than every episode return in each objective)."""
+    given = getattr(getattr(env, "unwrapped", env), "reference_point", None)
+    return None if given is None else np.asarray(given, np.float64)
+
+
+def check_utopia(env: Env, utopia: np.ndarray, given: str) -> None:
+    """Refuse a utopia point `[K]` that is not better than every return `env` can reach, as
+    far as the environment knows its returns: below the best of its true front in some
+    objective, or not above its reference point (which every return is at least). `given`
+    names the value as the user wrote it."""
+    names = env.spec.objective_names
+    truth = true_front(env)
+    if truth is not None and np.any(truth.max(0) > utopia):
+        raise ConfigError(f"{given} is not a utopia point of {env.spec.name!r}: its true front reaches "
+                          f"{truth.max(0).tolist()} in ({', '.join(names)}); give one at least that good in every "
+                          "objective")
+    reference = named_reference_point(env)
+    if reference is not None and np.any(utopia <= reference):
+        low = ", ".join(n for n, below in zip(names, utopia <= reference) if below)
+        raise ConfigError(f"{given} is not a utopia point of {env.spec.name!r}: it is not above the environment's "
+                          f"reference point {reference.tolist()} (every episode return is at least that) in {low}; "
+                          "give one better than every episode return in every objective")
 
 
 class Accrued(Wrapper):
@@ -106,6 +146,7 @@ class Scalarise(Accrued):
             if z.shape != (k,) or not np.all(np.isfinite(z)):
                 raise ConfigError(f"utopia must be {k} finite numbers (one per objective), got "
                                   f"{np.asarray(utopia).tolist()}")
+            check_utopia(env, z, f"utopia {z.tolist()}")
             self.utopia = jnp.asarray(z, jnp.float32)
         elif utopia is not None:
             raise ConfigError("a utopia point is used by method='chebyshev' only; linear weights take none")

@@ -137,7 +137,10 @@ def check_opponents(opponent: str, bot_share: float, bot: str, env: Env) -> Poli
                           f"text:leduc_holdem, text:tic_tac_toe, text:connect_four); use "
                           + ("algo.bot_share=0" if setting == "algo.bot" else
                              f"algo.opponent=self or one of {', '.join(POOL_OPPONENTS)}"))
-    return make_bot(name, env.game)
+    try:
+        return make_bot(name, env.game, shown=spec.name)
+    except ConfigError as e:
+        raise ConfigError(f"{setting}={name}: {e}") from None
 
 
 def draw_seats(seat_key: jax.Array, pool_key: jax.Array, groups: int, group_size: int, num_agents: int,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from typing import Literal, get_args
+from typing import Literal, NamedTuple, get_args
 
 import jax.numpy as jnp
 import numpy as np
@@ -70,12 +70,18 @@ def tic_tac_toe_optimal_moves() -> np.ndarray:
     return table
 
 
+def is_tic_tac_toe(env: Env) -> bool:
+    """Whether `env` is tic-tac-toe as the minimax bot reads it: two players, observations
+    `[3, 3, 2]` (own marks, the opponent's), nine moves."""
+    shape = getattr(env.spec.obs_space, "shape", None)
+    return env.spec.num_agents == 2 and shape == (3, 3, 2) and env.spec.num_actions == 9
+
+
 def tic_tac_toe_minimax(env: Env) -> Policy:
     """A perfect tic-tac-toe player: a uniformly random move among those that keep
     the position's minimax value. Expects tic-tac-toe observations `[..., 3, 3, 2]`
     with the observer's own marks in plane 0 and the opponent's in plane 1."""
-    shape = getattr(env.spec.obs_space, "shape", None)
-    if env.spec.num_agents != 2 or shape != (3, 3, 2) or env.spec.num_actions != 9:
+    if not is_tic_tac_toe(env):
         raise ConfigError(f"the minimax bot plays tic-tac-toe only; {env.spec.name!r} has {env.spec.num_agents} "
                           f"players, observations {env.spec.obs_space} and {env.spec.num_actions} actions")
     table = jnp.asarray(tic_tac_toe_optimal_moves())
@@ -93,17 +99,35 @@ def tic_tac_toe_minimax(env: Env) -> Policy:
     return Policy(act=act, initial_carry=no_carry, env=env)
 
 
-# Scripted players by name, for `coplay tournament`: name -> (builder, description).
+class BotEntry(NamedTuple):
+    """A scripted player: how it is built for an environment, what it does, and the games it can play."""
+
+    build: Callable[[Env], Policy]
+    description: str
+    game: str = "any game"                              # the games it plays, in words
+    plays: Callable[[Env], bool] = lambda env: True     # whether it can play `env`
+
+
+# Scripted players by name, for `coplay tournament` and the seats a learner trains against.
 Bot = Literal["random", "minimax"]
-BOTS: dict[str, tuple[Callable[[Env], Policy], str]] = {
-    "random": (random_policy, "uniformly random legal moves (any game)"),
-    "minimax": (tic_tac_toe_minimax, "perfect play, random among optimal moves (tic-tac-toe)"),
+BOTS: dict[str, BotEntry] = {
+    "random": BotEntry(random_policy, "uniformly random legal moves (any game)"),
+    "minimax": BotEntry(tic_tac_toe_minimax, "perfect play, random among optimal moves (tic-tac-toe)",
+                        "tic-tac-toe", is_tic_tac_toe),
 }
 assert tuple(BOTS) == get_args(Bot), "every bot is named in the closed set Bot"
 
 
-def make_bot(name: str, env: Env) -> Policy:
-    """The scripted player `name` for `env`; unknown names list the valid ones."""
+def make_bot(name: str, env: Env, shown: str | None = None) -> Policy:
+    """The scripted player `name` for `env`; unknown names list the valid ones, and a bot
+    that cannot play `env` is refused naming the bots that can. `shown`: the environment
+    the user named, where `env` is the game underneath it (a text game's), so that the
+    refusal names what was asked for (default: `env`'s own name)."""
     if name not in BOTS:
         raise unknown_name("bot", name, BOTS)
-    return BOTS[name][0](env)
+    entry = BOTS[name]
+    if not entry.plays(env):
+        able = [b for b, e in BOTS.items() if e.plays(env)]
+        raise ConfigError(f"the {name} bot plays {entry.game} only, not {shown or env.spec.name!r}; bots that "
+                          f"play it: {', '.join(able) or 'none'}")
+    return entry.build(env)

@@ -16,8 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.core.env import Env
-from coplay.core.errors import ConfigError, CoplayError
+from coplay.core.errors import ConfigError
 
 
 def simplex_weights(k: int, divisions: int) -> np.ndarray:
@@ -91,20 +90,3 @@ def read_front(results: Mapping[str, np.ndarray], weights: int, names: tuple[str
     """`[S, W, K]`: each seed's mean vector return for every weight, from `per_weight_results`."""
     return np.stack([np.stack([np.asarray(results[front_key(i, n)]).mean(-1) for n in names], -1)
                      for i in range(weights)], axis=1)
-
-
-def true_front(env: Env) -> np.ndarray | None:
-    """`[F, K]`: the environment's true Pareto front, where it computes one."""
-    compute = getattr(getattr(env, "unwrapped", env), "true_front", None)
-    if compute is None:
-        return None
-    try:
-        return np.asarray(compute(), np.float64)
-    except CoplayError:       # an environment that computes it for some of its variants only
-        return None
-
-
-def named_reference_point(env: Env) -> np.ndarray | None:
-    """`[K]`: the reference point the environment names in code, where it names one."""
-    given = getattr(getattr(env, "unwrapped", env), "reference_point", None)
-    return None if given is None else np.asarray(given, np.float64)
