@@ -59,6 +59,7 @@ ORDER: list[tuple[str, str | None]] = [
     ("grpo_roles", "study"),
     ("grpo_tic_tac_toe", None),
     ("lm_smollm2", None),
+    ("lm_memory", None),
     ("lm_tiny_kuhn", None),
     ("lm_tournament", None),
     ("q_foraging", None),

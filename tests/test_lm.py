@@ -23,6 +23,8 @@ from coplay.experiment.playback import evaluate_run  # noqa: E402
 from coplay.experiment.tournament import run_tournament  # noqa: E402
 from coplay.algos.lm_grpo import LMGRPO, Config, Turns  # noqa: E402
 from coplay.lm.models import LoadedModel, load_model, smollm2_path, tiny_model  # noqa: E402
+from coplay.lm import policy as lm_policy  # noqa: E402
+from coplay.algos import lm_grpo  # noqa: E402
 from coplay.lm.policy import LMPlayer, utterance  # noqa: E402
 
 KUHN_VIEW = "kuhn poker , you are player 0 , your card : king , actions : none , your move"
@@ -50,6 +52,57 @@ def test_sampled_log_probabilities_are_what_training_recomputes(kuhn, decoding):
         assert {r.move for r in replies} == {0, 1}      # the tiny model is near uniform over the moves
         for r in replies:
             np.testing.assert_allclose(r.log_probs, [expected[r.move]], atol=1e-5)
+
+
+@pytest.mark.parametrize("decoding", ["free", "choose_legal"])
+def test_a_batch_read_with_its_shared_prefix_once_scores_as_each_prompt_read_alone(kuhn, decoding):
+    player = LMPlayer(tiny_model(seed=3), kuhn, max_new_tokens=4, decoding=decoding, batch_size=8)
+    views = [KUHN_VIEW, KUHN_VIEW.replace("king", "jack"), KUHN_VIEW.replace("player 0", "player 1")]
+    prompts = [player.prompt(v, a, ["pass", "bet"]) for v in views for a in (0, 1)]
+    assert lm_policy._shared_prefix(prompts) >= lm_policy.MIN_SHARED     # the system prompt is shared
+    replies = [[5, 6, 7][: 1 + i % 3] for i in range(len(prompts))]     # of different lengths
+    if decoding == "free":
+        batch = player.token_log_probs(prompts, replies)
+        alone = [player.token_log_probs([p], [r])[0] for p, r in zip(prompts, replies)]
+    else:
+        batch = player.move_log_probs(prompts, [[0, 1]] * len(prompts))
+        alone = [player.move_log_probs([p], [[0, 1]])[0] for p in prompts]
+    for b, a in zip(batch, alone):
+        np.testing.assert_allclose(np.asarray(b.detach() if hasattr(b, "detach") else b),
+                                   np.asarray(a.detach() if hasattr(a, "detach") else a), atol=1e-5)
+
+
+def test_a_step_holds_the_graphs_of_at_most_grad_batch_size_replies_and_takes_the_whole_minibatchs_gradient(
+        kuhn, monkeypatch):
+    def step(grad_batch_size):
+        learner = LMGRPO(Config(model="tiny", decoding="choose_legal", grad_batch_size=grad_batch_size,
+                                episodes=8, group_size=4), kuhn, seeds=1, seed=0, loaded=tiny_model(seed=1))
+        played = learner.play(0, 0, 8, 4)
+        turns = played.turns
+        adv = np.linspace(-1.0, 1.0, len(turns.prompts))
+        widest: list[int] = []
+        real = lm_grpo._stack
+
+        def counted(torch_, rows, width):       # the rows of one loss: those with a graph are live
+            widest.append(sum(1 for row in rows if row.requires_grad))
+            return real(torch_, rows, width)
+
+        monkeypatch.setattr(lm_grpo, "_stack", counted)
+        for p in learner.optimizers.values():
+            p.step = lambda: None                    # keep the gradient, take no step
+            p.zero_grad = lambda set_to_none=True: None
+        stats = {"loss": [], "clip_frac": [], "kl": [], "grad_norm": []}
+        learner._step_on(list(range(len(turns.prompts))), turns, adv, stats)
+        monkeypatch.setattr(lm_grpo, "_stack", real)
+        grads = [p.grad.clone() for ps in learner.params.values() for p in ps]
+        return len(turns.prompts), max(widest), grads, stats["loss"][0]
+
+    n, widest_small, small, loss_small = step(2)
+    _, widest_all, whole, loss_all = step(64)
+    assert n > 4 and widest_small == 2 and widest_all == n
+    assert loss_small == pytest.approx(loss_all, abs=1e-6)
+    for a, b in zip(small, whole):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-4)
 
 
 def test_replies_become_utterances_that_the_environment_parses(kuhn):

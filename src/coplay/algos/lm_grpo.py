@@ -88,7 +88,11 @@ class Config(GroupRLConfig):
                                   "choose_legal: one of the legal moves, chosen by the model's probability of each "
                                   "move's whole reply (algo=grpo's legal writes legal moves token by token)",
                           choices=DECODINGS)
-    batch_size: int = param(32, "sequences per forward pass", min=1, affects_results=False)
+    batch_size: int = param(32, "sequences per forward pass without gradients (playing, scoring)", min=1,
+                            affects_results=False)
+    grad_batch_size: int = param(4, "sequences per forward and backward pass of the loss: what bounds a step's "
+                                    "memory (a minibatch's gradient is summed over passes of this many)", min=1,
+                                 affects_results=False)
 
 
 def check(config: Config, env: Any) -> None:
@@ -125,6 +129,33 @@ class Played:
     state: np.ndarray     # [E, T, N] int32 view keys (GiGPO's anchor states)
     invalid: np.ndarray   # [E] invalid utterances per episode
     group: np.ndarray     # [E]
+
+
+def release_memory() -> None:
+    """Hand the memory freed since to the operating system, where the C library can (glibc's
+    `malloc_trim`): a backward pass frees its graph in pieces of every size, which the heap
+    would otherwise keep, and the next pass would add to."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _glibc() -> Any:
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:
+        return None
+
+
+_LIBC = _glibc()
+
+
+def _stack(torch: Any, rows: Sequence[Any], width: int) -> Any:
+    """`[B, width]`: each reply's per-token values, padded with zeros (gradients kept)."""
+    return torch.stack([torch.nn.functional.pad(x, (0, width - len(x))) for x in rows])
 
 
 class LMGRPO(HostTrainer[Config]):
@@ -356,40 +387,51 @@ class LMGRPO(HostTrainer[Config]):
 
     def _step_on(self, idx: list[int], turns: Turns, adv: np.ndarray, stats: dict[str, list[float]]) -> None:
         """One step of every adapter on the replies `idx`: the clipped token loss of the
-        minibatch (`coplay.lm.token_loss`, the PyTorch twin of the compiled GRPO's). Each
-        adapter scores its replies with a graph; its gradient is that of the minibatch's
-        loss with the other adapters' replies held fixed, taken while it is active."""
+        minibatch (`coplay.lm.token_loss`, the PyTorch twin of the compiled GRPO's).
+
+        The loss is a sum over replies divided by what the minibatch's spoken tokens
+        and weights fix in advance, so its gradient is the sum of the gradients of the
+        replies' parts: the replies are scored `grad_batch_size` at a time (alike
+        prompts together), each part's gradient taken (while its adapter is active)
+        and its graph freed before the next is scored, the other replies held at their
+        sampling-time values. Memory is that of one forward and backward pass of
+        `grad_batch_size` replies, whatever the minibatch's size."""
         torch, c = self.torch, self.config
         if not idx:
             return
-        new: list[Any] = [None] * len(idx)
-        groups = self._by_adapter([turns.agent[i] for i in idx])
-        for agent, part in groups:
-            with self.speaking_as(agent):
-                for j, logp in zip(part, self._log_probs(turns, [idx[j] for j in part], grad=True)):
-                    new[j] = logp
-        width = max(len(x) for x in new)
+        old = [torch.as_tensor(turns.old[i], dtype=torch.float32) for i in idx]
+        width = max(len(x) for x in old)
 
         def padded(rows: Sequence[Any]) -> Any:
-            return torch.stack([torch.nn.functional.pad(torch.as_tensor(r, dtype=new[0].dtype), (0, width - len(r)))
+            return torch.stack([torch.nn.functional.pad(torch.as_tensor(r, dtype=torch.float32), (0, width - len(r)))
                                 for r in rows])
 
-        tokens = padded([np.ones(len(x)) for x in new]) > 0
-        fixed = {"old_logp": padded([turns.old[i] for i in idx]), "adv": torch.as_tensor(adv[idx], dtype=new[0].dtype),
-                 "tokens": tokens, "weight": torch.ones(len(idx), dtype=new[0].dtype),
+        tokens = padded([np.ones(len(x)) for x in old]) > 0
+        fixed = {"old_logp": padded(old), "adv": torch.as_tensor(adv[idx], dtype=torch.float32),
+                 "tokens": tokens, "weight": torch.ones(len(idx), dtype=torch.float32),
                  "ref_logp": None if turns.ref is None else padded([turns.ref[i] for i in idx])}
-        for agent, part in groups:
-            mine = set(part)
-            logp = torch.stack([torch.nn.functional.pad(x if j in mine else x.detach(), (0, width - len(x)))
-                                for j, x in enumerate(new)])
-            loss, parts = clipped_token_loss(logp, **fixed, clip_eps=c.clip_eps, norm=c.token_norm,
-                                             max_tokens=c.max_new_tokens, kl_coef=c.kl_coef)
-            with self.speaking_as(agent):
-                loss.backward()
-        stats["loss"].append(float(loss.detach()))
-        stats["clip_frac"].append(float(token_mean(((parts["ratio"] - 1).abs() > c.clip_eps).to(logp.dtype), tokens)))
+        options: dict[str, Any] = {"clip_eps": c.clip_eps, "norm": c.token_norm, "max_tokens": c.max_new_tokens,
+                   "kl_coef": c.kl_coef}
+        scored: list[Any] = list(old)          # each reply's log-probabilities now, detached, once scored
+        for agent, part in self._by_adapter([turns.agent[i] for i in idx]):
+            prompts = [turns.prompts[idx[j]] for j in part]
+            with self.speaking_as(agent), self.player.reading_after(prompts):
+                for batch in self.player.batches(prompts, c.grad_batch_size):
+                    rows = [part[k] for k in batch]
+                    live = self._log_probs(turns, [idx[j] for j in rows], grad=True)
+                    logp = list(old)
+                    for j, x in zip(rows, live):
+                        logp[j] = x
+                        scored[j] = x.detach()
+                    loss, _ = clipped_token_loss(_stack(torch, logp, width), **fixed, **options)
+                    loss.backward()
+                    del live, logp, loss
+                    release_memory()
+        loss, parts = clipped_token_loss(_stack(torch, scored, width), **fixed, **options)
+        stats["loss"].append(float(loss))
+        stats["clip_frac"].append(float(token_mean(((parts["ratio"] - 1).abs() > c.clip_eps).float(), tokens)))
         if parts["kl"] is not None:
-            stats["kl"].append(float(token_mean(parts["kl"].detach(), tokens)))
+            stats["kl"].append(float(token_mean(parts["kl"], tokens)))
         for name in {self.adapter(self.seed, turns.agent[i]) for i in idx}:
             norm = torch.nn.utils.clip_grad_norm_(self.params[name], c.max_grad_norm)
             stats["grad_norm"].append(float(norm))

@@ -86,7 +86,8 @@ class HostEngine(Engine):
                 for i, d in enumerate(samples)).encode())
         config = self.exp.algo_config
         fields = {k: getattr(config, k) for k in ("model", "estimator") if hasattr(config, k)}
-        return {**fields, "curve": [{"env_steps": s, **{k: float(np.mean(v)) for k, v in e.items()}}
+        # in float64: an evaluation restored from a checkpoint's metadata is float64, one made now float32
+        return {**fields, "curve": [{"env_steps": s, **{k: float(np.mean(v, dtype=np.float64)) for k, v in e.items()}}
                                     for s, e in evals]}
 
     def close(self) -> None:

@@ -73,6 +73,21 @@ def utterance(text: str, max_tokens: int) -> np.ndarray:
     return VOCAB.encode(" ".join(words), max_tokens, end=len(words) < max_tokens)
 
 
+# A prefix shared by a batch's prompts (the system prompt and the rules, in every text
+# environment) is read once when it is at least this long.
+MIN_SHARED = 8
+
+
+def _shared_prefix(sequences: Sequence[Sequence[int]]) -> int:
+    """The length of the longest prefix every sequence starts with."""
+    first, n = sequences[0], min(len(s) for s in sequences)
+    for i in range(n):
+        token = first[i]
+        if any(s[i] != token for s in sequences):
+            return i
+    return n
+
+
 def _cache_of(out: Any) -> Any:
     return out.cache if getattr(out, "cache", None) is not None else out.past_key_values
 
@@ -96,6 +111,7 @@ class LMPlayer:
         self.pad_id = int(loaded.tokenizer.pad_token_id)
         self.max_new_tokens, self.temperature, self.decoding = max_new_tokens, temperature, decoding
         self.batch_size = batch_size
+        self._start: tuple[int, Any] | None = None      # a prefix read once, see `reading_after`
         self.moves = tuple(env.move_texts)
         self.max_tokens = int(env.spec.action_space.shape[-1])
         self.roles = tuple(env.spec.roles or [f"player_{i}" for i in range(env.spec.num_agents)])
@@ -145,29 +161,98 @@ class LMPlayer:
         return [int(i) for i in ids]
 
     # ----- the model ---------------------------------------------------------------------------
-    def _forward(self, sequences: Sequence[Sequence[int]]) -> Any:
-        """Right-padded batch -> log-probabilities of every next token `[B, L-1, V]` at the
-        temperature (position t scores token t+1)."""
+    @contextlib.contextmanager
+    def reading_after(self, prompts_: Sequence[Sequence[int]]) -> Iterator[None]:
+        """Inside, batches of `prompts_` are read after the prefix they all share, read
+        once here (with gradients where they are on): the key-value states of that
+        prefix become leaves that every batch reads, their gradients summed over the
+        batches, and pass back through the prefix once, on the way out. A step of many
+        small batches then reads and differentiates the common prefix once, not once per
+        batch. (Where the model's cache cannot be rebuilt from its tensors, nothing changes.)"""
         torch = self.torch
-        length = max(len(s) for s in sequences)
-        ids = torch.full((len(sequences), length), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(sequences), length), dtype=torch.long)
-        for i, s in enumerate(sequences):
-            ids[i, : len(s)] = torch.as_tensor(list(s))
-            mask[i, : len(s)] = 1
-        logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
-        return torch.log_softmax(logits / self.temperature, dim=-1)
+        shared = _shared_prefix(prompts_) if len(prompts_) > 1 else 0
+        shared = min(shared, min(len(p) for p in prompts_) - 1)
+        if shared < MIN_SHARED or self._start is not None:
+            yield
+            return
+        from transformers import DynamicCache
+
+        head = self.model(input_ids=torch.as_tensor([list(prompts_[0][:shared])]), use_cache=True, logits_to_keep=1)
+        states = [(layer.keys, layer.values) for layer in _cache_of(head).layers]
+        leaves = [(k.detach().requires_grad_(k.requires_grad), v.detach().requires_grad_(v.requires_grad))
+                  for k, v in states]
+        config = getattr(self.model, "config", None)
+        self._start = (shared, lambda: DynamicCache(ddp_cache_data=leaves, config=config))
+        try:
+            yield
+        finally:
+            self._start = None
+        pairs = [(t, leaf.grad) for (k, v), (lk, lv) in zip(states, leaves) for t, leaf in ((k, lk), (v, lv))
+                 if leaf.grad is not None and t.requires_grad]
+        if pairs:
+            torch.autograd.backward([t for t, _ in pairs], [g for _, g in pairs])
+
+    def _read_prompts(self, prompts_: Sequence[Sequence[int]], keep: int = 1) -> tuple[Any, Any, Any, Any]:
+        """Read a batch of prompts: the prefix they all share once (a batch of one, its
+        key-value cache then repeated for every prompt), then each prompt's rest,
+        left-padded after it. Returns `(cache, logits [B, keep, V] of the last `keep`
+        positions, attention mask [B, L], position ids [B, L])`. Only the positions kept
+        are turned into logits: the vocabulary's projection of every prompt position
+        would cost a fifth of the forward pass and, kept for a backward pass, most of
+        its memory."""
+        torch = self.torch
+        b = len(prompts_)
+        shared = _shared_prefix(prompts_) if b > 1 else 0
+        shared = min(shared, min(len(p) for p in prompts_) - keep)    # the positions kept are every row's own
+        past: dict[str, Any] = {}
+        start = self._start if self._start is not None and self._start[0] <= shared else None
+        if start is not None or shared >= MIN_SHARED:
+            done, cache = (0, None) if start is None else (start[0], start[1]())
+            if shared - done >= MIN_SHARED or cache is None:
+                head = self.model(input_ids=torch.as_tensor([list(prompts_[0][done:shared])]), use_cache=True,
+                                  logits_to_keep=1, **({} if cache is None else {self._cache_arg: cache}))
+                cache = _cache_of(head)
+            else:
+                shared = done
+            cache.batch_repeat_interleave(b)
+            past = {self._cache_arg: cache}
+        else:
+            shared = 0
+        ids, mask, position = self._left_padded([p[shared:] for p in prompts_])
+        mask = torch.cat([torch.ones((b, shared), dtype=torch.long), mask], 1)
+        position = position + shared
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=position, use_cache=True,
+                         logits_to_keep=keep, **past)
+        return _cache_of(out), out.logits.float(), mask, position
 
     def token_log_probs(self, prompts_: Sequence[Sequence[int]], replies: Sequence[Sequence[int]]) -> list[Any]:
         """Per-token log-probabilities of each reply after its prompt (torch tensors, with
         gradients where the model has them), one forward pass per `batch_size` pairs."""
-        out: list[Any] = []
-        for start in range(0, len(prompts_), self.batch_size):
-            ps, rs = prompts_[start:start + self.batch_size], replies[start:start + self.batch_size]
-            logp = self._forward([list(p) + list(r) for p, r in zip(ps, rs)])
-            for i, (p, r) in enumerate(zip(ps, rs)):
-                pos = self.torch.arange(len(p) - 1, len(p) - 1 + len(r))
-                out.append(logp[i, pos, self.torch.as_tensor(list(r))])
+        out: list[Any] = [None] * len(prompts_)
+        for batch in self.batches(prompts_):
+            for i, r in zip(batch, self._reply_log_probs([prompts_[i] for i in batch], [replies[i] for i in batch])):
+                out[i] = r
+        return out
+
+    def batches(self, prompts_: Sequence[Sequence[int]], size: int | None = None) -> list[list[int]]:
+        """The indices of `prompts_` in batches of at most `size` (default `batch_size`),
+        alike prompts together (in the order of their tokens), so that each batch shares
+        a long prefix (`_read_prompts` reads it once)."""
+        size = size or self.batch_size
+        order = sorted(range(len(prompts_)), key=lambda i: list(prompts_[i]))
+        return [order[k:k + size] for k in range(0, len(order), size)]
+
+    def _reply_log_probs(self, prompts_: Sequence[Sequence[int]], replies: Sequence[Sequence[int]]) -> list[Any]:
+        """Each prompt followed by its reply, read as one left-padded sequence: its last
+        `len(reply) + 1` positions score the reply's tokens (position t scores token t+1)."""
+        torch = self.torch
+        keep = max(len(r) for r in replies) + 1
+        _, logits, _, _ = self._read_prompts([list(p) + list(r) for p, r in zip(prompts_, replies)], keep)
+        logp = torch.log_softmax(logits / self.temperature, dim=-1)        # [B, keep, V]
+        out = []
+        for i, r in enumerate(replies):
+            pos = torch.arange(keep - 1 - len(r), keep - 1)
+            out.append(logp[i, pos, torch.as_tensor(list(r), dtype=torch.long)])
         return out
 
     def move_log_probs(self, prompts_: Sequence[Sequence[int]], moves: Sequence[Sequence[int]] | None = None,
@@ -179,19 +264,18 @@ class LMPlayer:
         cache is repeated for the moves, which are read after it."""
         torch = self.torch
         chosen = [list(m) for m in moves] if moves is not None else [list(range(len(self.moves)))] * len(prompts_)
-        out: list[Any] = []
+        out: list[Any] = [None] * len(prompts_)
         with torch.set_grad_enabled(grad):
-            for start in range(0, len(prompts_), self.batch_size):
-                rows = self._score_moves(prompts_[start:start + self.batch_size],
-                                         chosen[start:start + self.batch_size])
-                out.extend(r if grad else r.detach().numpy().astype(np.float64) for r in rows)
+            for batch in self.batches(prompts_):
+                rows = self._score_moves([prompts_[i] for i in batch], [chosen[i] for i in batch])
+                for i, r in zip(batch, rows):
+                    out[i] = r if grad else r.detach().numpy().astype(np.float64)
         return out
 
     def _score_moves(self, prompts_: Sequence[Sequence[int]], chosen: Sequence[Sequence[int]]) -> list[Any]:
         torch = self.torch
-        ids, mask, position = self._left_padded(prompts_)
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=position, use_cache=True)
-        cache, first = _cache_of(out), torch.log_softmax(out.logits[:, -1].float() / self.temperature, -1)
+        cache, logits, mask, position = self._read_prompts(prompts_)
+        first = torch.log_softmax(logits[:, -1] / self.temperature, -1)
         a = max(1, max(len(ms) for ms in chosen))
         replies = [[self.move_ids[m] for m in ms] + [[self.end_id]] * (a - len(ms)) for ms in chosen]
         longest = max(len(r) for row in replies for r in row)
@@ -234,8 +318,11 @@ class LMPlayer:
                 if legal is None:
                     raise ValueError("decoding=choose_legal needs the legal moves of each prompt")
                 return self._sample_moves(prompts_, legal, generator)
-            return [r for start in range(0, len(prompts_), self.batch_size)
-                    for r in self._generate(prompts_[start:start + self.batch_size], generator)]
+            out: list[Reply | None] = [None] * len(prompts_)
+            for batch in self.batches(prompts_):
+                for i, r in zip(batch, self._generate([prompts_[i] for i in batch], generator)):
+                    out[i] = r
+            return out   # type: ignore[return-value]
 
     def _sample_moves(self, prompts_: Sequence[Sequence[int]], legal: Sequence[Sequence[int]],
                       generator: Any) -> list[Reply]:
@@ -252,10 +339,8 @@ class LMPlayer:
         """Token-by-token sampling with the model's key-value cache, left-padded prompts."""
         torch = self.torch
         b = len(prompts_)
-        ids, mask, position = self._left_padded(prompts_)
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=position, use_cache=True)
-        past, logits = _cache_of(out), out.logits[:, -1].float()
-        last = position[:, -1]
+        past, logits, mask, position = self._read_prompts(prompts_)
+        logits, last = logits[:, -1], position[:, -1]
         tokens: list[list[int]] = [[] for _ in range(b)]
         logps: list[list[float]] = [[] for _ in range(b)]
         done = torch.zeros(b, dtype=torch.bool)
@@ -272,7 +357,7 @@ class LMPlayer:
             mask = torch.cat([mask, torch.ones((b, 1), dtype=torch.long)], dim=1)
             last = last + 1
             out = self.model(input_ids=nxt[:, None], attention_mask=mask, position_ids=last[:, None],
-                             use_cache=True, **{self._cache_arg: past})
+                             use_cache=True, logits_to_keep=1, **{self._cache_arg: past})
             past, logits = _cache_of(out), out.logits[:, -1].float()
         return [Reply(t, self.tokenizer.decode(t, skip_special_tokens=True), np.asarray(lp))
                 for t, lp in zip(tokens, logps)]
