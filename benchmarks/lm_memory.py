@@ -131,8 +131,8 @@ def section(d: dict) -> str:
     return "\n".join([
         "## The default SmolLM2 run: peak memory and seconds per update, before and after", "",
         f"`python benchmarks/lm_memory.py --before <checkout> --rounds {d['rounds']} --updates {d['updates']}` on "
-        f"{d['machine']} ({d['cores']} cores; load average {min(d['load_average']):.1f} to "
-        f"{max(d['load_average']):.1f}): `{d['command']}` with `PYTHONPATH` at each side's `src`, the sides "
+        f"{d['machine']} (load average {min(d['load_average']):.1f} to {max(d['load_average']):.1f}, other work "
+        f"sharing the machine): `{d['command']}` with `PYTHONPATH` at each side's `src`, the sides "
         "alternating each round. Peak resident memory of the run (GB, the largest over its runs) and the median "
         "seconds of one update (its episodes played and learned from; the first update, which warms up, and the "
         f"last, which also evaluates, are not counted). Targets: at most 2 GB, and at least 3x as fast.{speed}", "",
