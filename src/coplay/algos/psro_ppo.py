@@ -40,11 +40,18 @@ selfplay_ppo's defaults, so every one is `algo.FIELD=` on the command line.
 Members play their stochastic policies. Populations are preallocated to
 `iterations + 1` members, so the response trainer and the matches compile
 once; unused members carry zero weight.
+
+The meta-game's games of a new member against the population are two calls of
+`seat_returns`, one per seating, each with its own key. `dispatch=` (a
+`coplay.core.dispatch.Dispatch`, e.g. `coplay.scale.ray_tasks.RayDispatch`) makes
+them elsewhere, as Ray tasks over a cluster's nodes, with the same payoffs bit for
+bit; by default they run here, compiled once for the whole run.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,7 +66,9 @@ from coplay.algos.common.meta_solvers import META_SOLVERS, solve_meta_game
 from coplay.algos.solvers import GameSupport, Log, SolveResult, validate
 from coplay.core.compile import jit
 from coplay.core.config import param
+from coplay.core.dispatch import Dispatch
 from coplay.core.env import Env
+from coplay.core.policy import Policy
 from coplay.envs.trees import TreeArrays
 from coplay.envs.trees.env import TreeGameEnv
 from coplay.envs.trees.values import exploitability
@@ -120,7 +129,27 @@ def check(game: Env, config: Config) -> None:
 SUPPORT = GameSupport(uses=GAMES, default="tree:kuhn_poker", problem=game_problem, check=check)
 
 
-def run(game: Env, config: Config = Config(), key: jax.Array | None = None, *, log: Log | None = None) -> SolveResult:
+def seat_scorer(game: Env, policy: Policy, games: int, second: bool) -> Callable[..., jax.Array]:
+    """`score(params, population, key) -> [K]` (compiled): seat 0's mean return over `games`
+    games of the member `params` against each of the K members of `population` (every
+    leaf stacked [K, ...]), the member seated first, or second when `second`; every
+    pairing plays with the same `key`."""
+    match = make_match(game, [policy, policy], games)
+    seat0_return = lambda a, b, k: jnp.mean(match([a, b], k)["return"][:, 0])  # noqa: E731
+    if second:
+        return jit(jax.vmap(lambda a, b, k: seat0_return(b, a, k), in_axes=(None, 0, None)))
+    return jit(jax.vmap(seat0_return, in_axes=(None, 0, None)))
+
+
+def seat_returns(game: Env, policy: Policy, games: int, params: Any, population: Any, key: jax.Array,
+                 second: bool) -> np.ndarray:
+    """One seating of a new member's games against the population (`seat_scorer`), as a
+    call that may run in another process: `[K]` seat 0's mean returns."""
+    return np.asarray(seat_scorer(game, policy, games, second)(params, population, key))
+
+
+def run(game: Env, config: Config = Config(), key: jax.Array | None = None, *, log: Log | None = None,
+        dispatch: Dispatch | None = None) -> SolveResult:
     """PSRO on two-player zero-sum game `game`.
 
     Returns `policy = {"population": actor params, every leaf stacked [K, ...] (member
@@ -131,7 +160,10 @@ def run(game: Env, config: Config = Config(), key: jax.Array | None = None, *, l
     zero-padded), `br_value` `[T]`, `member_policy` (how every member plays, a
     `Policy` for matches and tournaments), and on game trees `exact_exploitability`
     `[T + 1]` and `table` `[I, A]` (the final mixture as one behaviour policy);
-    elsewhere `final_br_value`. K = T + 1, T = iterations."""
+    elsewhere `final_br_value`. K = T + 1, T = iterations.
+
+    `dispatch`: where the meta-game's games are played (see the module's doc); None
+    plays them here."""
     validate("psro_ppo", game, config)
     key = jax.random.PRNGKey(0) if key is None else key
     _, k_loop = jax.random.split(key)
@@ -145,17 +177,18 @@ def run(game: Env, config: Config = Config(), key: jax.Array | None = None, *, l
 
     train = selfplay_ppo.response_trainer(responses, game, config.br_updates,
                                           opponent_pool.from_population(population, jnp.ones(cap)))
-    match = make_match(game, [policy, policy], config.meta_games)
-    seat0_return = lambda a, b, k: jnp.mean(match([a, b], k)["return"][:, 0])  # noqa: E731
     # The new member against every member, seated first and then second: seat 0's mean return.
-    as_first = jit(jax.vmap(seat0_return, in_axes=(None, 0, None)))
-    as_second = jit(jax.vmap(lambda a, b, k: seat0_return(b, a, k), in_axes=(None, 0, None)))
+    as_first, as_second = (seat_scorer(game, policy, config.meta_games, second) for second in (False, True))
     exact = _exact_scorer(game, probe)
 
     r0 = np.zeros((cap, cap))  # r0[i, j]: seat 0's mean return with member i in seat 0, member j in seat 1
 
     def against_population(params: Any, key: jax.Array) -> tuple[np.ndarray, np.ndarray]:
         k1, k2 = jax.random.split(key)
+        if dispatch is not None:
+            first, second = dispatch(seat_returns, [(game, policy, config.meta_games, params, population, k, s)
+                                                    for k, s in ((k1, False), (k2, True))])
+            return first, second
         return np.asarray(as_first(params, population, k1)), np.asarray(as_second(params, population, k2))
 
     def admit(k: int, params: Any, key: jax.Array) -> None:

@@ -163,8 +163,10 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     players = [a for a in args.players if "=" not in a]
     overrides = [a for a in args.players if "=" in a]
     out = run_tournament(players, overrides, games=args.games, opening_moves=args.opening_moves,
-                         out_dir=args.out, seed=args.seed, bootstrap=args.bootstrap)
+                         out_dir=args.out, seed=args.seed, bootstrap=args.bootstrap, address=args.address)
     print(out["text"])
+    if out["nodes"] is not None:
+        print(f"matches played as {len(out['nodes'])} Ray tasks on {len(set(out['nodes']))} nodes")
     print(f"written: {out['out_dir']}/ratings.md, tournament.json, ratings.png")
     return 0
 
@@ -260,6 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_tour.add_argument("--out", default=None, help="output directory (default runs/tournament-<time>-<env>)")
     p_tour.add_argument("--seed", type=int, default=0, help="random seed of the games and the bootstrap")
     p_tour.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the Elo interval")
+    p_tour.add_argument("--address", default=None,
+                        help="play the matches as Ray tasks on this cluster: auto, host:port, ray://host:port, "
+                             "or local (a local Ray instance); default: in this process")
     p_tour.set_defaults(func=_cmd_tournament)
 
     p_sweep = sub.add_parser(

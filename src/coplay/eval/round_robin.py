@@ -15,6 +15,12 @@ Players that share one `Policy` object (snapshots of one run, seeds of one
 run) differ only in their parameters; their games are compiled once and
 `vmap`ped over the stacked parameters, so a tournament of many snapshots costs
 one compilation per pair of policy kinds, not per pair of players.
+
+Each pair of policy kinds is one call of `play_grid`, whose random key follows from
+the pair's place in the list of players, not from when it is played; `dispatch=`
+(`coplay.core.dispatch`) decides where the calls run: here, one after the other (the
+default), or as Ray tasks over a cluster's nodes (`coplay.scale.ray_tasks`), with the
+same counts, bit for bit.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import numpy as np
 
 from coplay.algos.common.matches import bare_env, check_same_env, make_match, outcomes
 from coplay.core.compile import jit
+from coplay.core.dispatch import Dispatch, in_process
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy
@@ -73,12 +80,36 @@ def _groups(players: Sequence[Player]) -> list[tuple[Policy, list[int], Any]]:
 FEW_GAMES = 5000
 
 
+def play_grid(env: Env, policy_a: Policy, policy_b: Policy, params_a: Any, params_b: Any, games: int,
+              opening_moves: int, keys: jax.Array) -> dict[str, np.ndarray]:
+    """Every member of one policy kind (seat 0) against every member of another (seat 1),
+    `games` games each: one compiled grid of matches, the unit of work of a round robin.
+
+    params_a: every leaf stacked [A, ...], or None for a scripted policy (A = 1), and
+    likewise params_b; keys: [A, B, ...], a key per pair of members. Returns
+    `wdl` [A, B, 3] (seat 0's wins, draws and losses) and `illegal` [A, B, 2] (games
+    each seat lost by an illegal move), as int64."""
+    play = make_match(env, [policy_a, policy_b], games, opening_moves)
+
+    def one(pa, pb, k):
+        out = play([pa, pb], k)
+        return {**outcomes(out["return"], 0), "illegal": out["illegal"].sum(0)}
+
+    in_a, in_b = (None if params_a is None else 0), (None if params_b is None else 0)
+    grid = jit(jax.vmap(jax.vmap(one, in_axes=(None, in_b, 0)), in_axes=(in_a, None, 0)),
+               once=keys.shape[0] * keys.shape[1] * games <= FEW_GAMES)
+    out = jax.device_get(grid(params_a, params_b, keys))        # [A, B, games]
+    wdl = np.stack([out["win"].sum(-1), out["draw"].sum(-1), out["loss"].sum(-1)], axis=-1)
+    return {"wdl": wdl.astype(np.int64), "illegal": np.asarray(out["illegal"], np.int64)}
+
+
 def round_robin(env: Env, players: Sequence[Player], games: int, key: jax.Array,
-                opening_moves: int = 0) -> Results:
+                opening_moves: int = 0, dispatch: Dispatch = in_process) -> Results:
     """Play every ordered pair of distinct players `games` times (first player in seat 0).
 
     Refuses players built for another environment, duplicate names, fewer than
-    two players, and games of more or fewer than two seats."""
+    two players, and games of more or fewer than two seats. `dispatch` makes the
+    calls of `play_grid`, one per ordered pair of policy kinds (see the module's doc)."""
     env = bare_env(env)
     if env.spec.num_agents != 2:
         raise ConfigError(f"a round-robin needs a two-player game; {env.spec.name!r} has "
@@ -96,27 +127,19 @@ def round_robin(env: Env, players: Sequence[Player], games: int, key: jax.Array,
     counts = np.zeros((len(players), len(players), 3), np.int64)
     illegal = np.zeros((len(players), len(players)), np.int64)
     groups = _groups(players)
-    for ga, (pol_a, members_a, params_a) in enumerate(groups):
-        for gb, (pol_b, members_b, params_b) in enumerate(groups):
-            if ga == gb and len(members_a) == 1:
-                continue
-            play = make_match(env, [pol_a, pol_b], games, opening_moves)
-
-            def one(pa, pb, k, play=play):
-                out = play([pa, pb], k)
-                return {**outcomes(out["return"], 0), "illegal": out["illegal"].sum(0)}
-
-            in_a, in_b = (None if params_a is None else 0), (None if params_b is None else 0)
-            grid = jit(jax.vmap(jax.vmap(one, in_axes=(None, in_b, 0)), in_axes=(in_a, None, 0)),
-                       once=len(members_a) * len(members_b) * games <= FEW_GAMES)
-            keys = jax.random.split(jax.random.fold_in(key, ga * len(groups) + gb),
-                                    len(members_a) * len(members_b)).reshape(len(members_a), len(members_b), -1)
-            out = jax.device_get(grid(params_a, params_b, keys))        # [A, B, games]
-            wdl = np.stack([out["win"].sum(-1), out["draw"].sum(-1), out["loss"].sum(-1)], axis=-1)
-            for i, a in enumerate(members_a):
-                for j, b in enumerate(members_b):
-                    if a != b:
-                        counts[a, b] += wdl[i, j].astype(np.int64)
-                        illegal[a, b] += int(out["illegal"][i, j, 0])
-                        illegal[b, a] += int(out["illegal"][i, j, 1])
+    blocks = [(ga, gb) for ga in range(len(groups)) for gb in range(len(groups))
+              if ga != gb or len(groups[ga][1]) > 1]
+    calls = []
+    for ga, gb in blocks:
+        (pol_a, members_a, params_a), (pol_b, members_b, params_b) = groups[ga], groups[gb]
+        keys = jax.random.split(jax.random.fold_in(key, ga * len(groups) + gb),
+                                len(members_a) * len(members_b)).reshape(len(members_a), len(members_b), -1)
+        calls.append((env, pol_a, pol_b, params_a, params_b, games, opening_moves, keys))
+    for (ga, gb), out in zip(blocks, dispatch(play_grid, calls)):
+        for i, a in enumerate(groups[ga][1]):
+            for j, b in enumerate(groups[gb][1]):
+                if a != b:
+                    counts[a, b] += out["wdl"][i, j]
+                    illegal[a, b] += int(out["illegal"][i, j, 0])
+                    illegal[b, a] += int(out["illegal"][i, j, 1])
     return Results(tuple(names), counts, illegal)

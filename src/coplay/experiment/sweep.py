@@ -34,7 +34,7 @@ configuration's values and a hash of its resolved config:
     <sweep dir>/
       sweep.yaml                   the sweep: arguments, configurations, trials
       trials/<config id>-seed<k>/  one coplay run directory per trial (config.yaml, metrics.csv, summary.json, ...)
-      attempts/<trial id>.jsonl    one line per attempt at a trial: pid, host, chunk it resumed at
+      attempts/<trial id>.jsonl    one line per attempt at a trial: pid, host, Ray node id, chunk it resumed at
       tune/                        Ray Tune's own records
       sweep.md, sweep.csv, sweep.json   the gathered table: IQM and 95% bootstrap CI per configuration
       sweep.png                    final return per configuration with CI bars; learning curves with CI bands
@@ -85,6 +85,7 @@ from coplay.experiment import checkpoint
 from coplay.experiment import solve as solving
 from coplay.experiment.checkpoint import atomic_write
 from coplay.experiment.config import Experiment, parse_overrides, result_dict
+from coplay.experiment.outputs import check_output
 from coplay.experiment.report import curve, draw_band, read_metrics, save_figure
 from coplay.experiment.rundir import check_writable
 
@@ -489,10 +490,13 @@ def _attempts_path(run_dir: Path, trial_id: str) -> Path:
 
 
 def _log_attempt(run_dir: Path, trial_id: str, resumed_at: int | None) -> None:
+    from coplay.scale.ray_trials import current_node
+
     # Beside the run directory, not in it: a fresh run must find its directory absent.
     path = _attempts_path(run_dir, trial_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"pid": os.getpid(), "host": socket.gethostname(), "time": time.time(), "resumed_at_chunk": resumed_at}
+    record = {"pid": os.getpid(), "host": socket.gethostname(), "node": current_node(), "time": time.time(),
+              "resumed_at_chunk": resumed_at}
     with path.open("a") as f:
         f.write(json.dumps(record) + "\n")
         f.flush()
@@ -500,7 +504,8 @@ def _log_attempt(run_dir: Path, trial_id: str, resumed_at: int | None) -> None:
 
 
 def read_attempts(run_dir: Path, trial_id: str) -> list[dict]:
-    """Every attempt at a trial so far (pid, host, time, `resumed_at_chunk`: None for a fresh start)."""
+    """Every attempt at a trial so far (pid, host, Ray `node` id, time, `resumed_at_chunk`: None for a
+    fresh start)."""
     path = _attempts_path(Path(run_dir), trial_id)
     if not path.exists():
         return []
@@ -543,6 +548,7 @@ def sweep(args: list[str], *, search: str = "grid", samples: int = 8, search_see
         raise ConfigError(f"--cpus-per-trial must be > 0 and --gpus-per-trial >= 0, "
                           f"got {cpus_per_trial} and {gpus_per_trial}")
     scale.check_address(address)
+    check_output(p.sweep_dir, what="sweep directory")
     try:
         p.sweep_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:

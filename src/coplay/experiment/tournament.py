@@ -15,6 +15,7 @@ pair, ratings rows), `ratings.md` (the tables) and `ratings.png`.
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import numpy as np
 from coplay.algos.common.bots import BOTS, make_bot
 from coplay.algos.common.matches import bare_env, env_signature
 from coplay.core.config import parse_scalar
+from coplay.core.dispatch import in_process
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy
@@ -34,7 +36,9 @@ from coplay.envs.text.scoring import speaker
 from coplay.eval.ratings import format_table, plot_ratings, ratings_table, win_draw_loss_table
 from coplay.eval.round_robin import Player, round_robin
 from coplay.experiment import checkpoint
+from coplay.experiment.outputs import check_output
 from coplay.experiment.playback import LoadedRun, load_run
+from coplay.experiment.rundir import portable
 
 
 def _split_seed(entry: str) -> tuple[str, int | None]:
@@ -121,9 +125,17 @@ def _speaking(player: Player, env: Env, spoken: dict[int, Policy]) -> Player:
 
 def run_tournament(entries: list[str], overrides: list[str] | None = None, games: int = 100,
                    opening_moves: int = 0, out_dir: str | Path | None = None, seed: int = 0,
-                   bootstrap: int = 1000) -> dict:
-    """Resolve the players, play the round robin, write and return the tables."""
+                   bootstrap: int = 1000, address: str | None = None) -> dict:
+    """Resolve the players, play the round robin, write and return the tables.
+
+    `address`: None plays every match here; a Ray address (`auto`, `host:port`,
+    `ray://host:port`, or `local` for a local instance) plays each grid of matches as a
+    Ray task over the cluster's nodes (`coplay.scale.ray_tasks`), with the same counts;
+    `nodes` in the result says where each grid was played."""
     env_name, env_fields = parse_env(overrides or [])
+    # Where the tables go is checked before anything is loaded or played (the default, once the game is known).
+    out = check_output(out_dir, what="tournament directory") if out_dir else None
+    dispatch = None if address is None else _ray_dispatch(address)
     runs: dict[str, LoadedRun] = {}
     for entry in entries:
         path, _ = _split_seed(entry)
@@ -133,6 +145,9 @@ def run_tournament(entries: list[str], overrides: list[str] | None = None, games
             runs[path] = load_run(path)
     if env_name is None:
         env_name, env_fields = _common_env(runs, any(e in BOTS for e in entries), env_fields)
+    if out is None:
+        out = check_output(Path("runs") / portable(f"tournament-{datetime.now():%Y%m%d-%H%M%S}-{env_name}"),
+                           what="tournament directory")
     env = ENVS.make(env_name, **env_fields)
 
     players: list[Player] = []
@@ -144,11 +159,11 @@ def run_tournament(entries: list[str], overrides: list[str] | None = None, games
             path, k = _split_seed(entry)
             players.extend(_speaking(p, env, spoken) for p in _run_players(entry, runs[path], k))
 
-    results = round_robin(env, players, games, jax.random.PRNGKey(seed), opening_moves)
+    with dispatch or nullcontext():
+        results = round_robin(env, players, games, jax.random.PRNGKey(seed), opening_moves,
+                              dispatch=dispatch or in_process)
     rows = ratings_table(results, reps=bootstrap, seed=seed)
     pairs = win_draw_loss_table(results)
-    out = Path(out_dir) if out_dir else Path("runs") / f"tournament-{datetime.now():%Y%m%d-%H%M%S}-{env_name}"
-    out = Path(str(out).replace(":", "_"))
     out.mkdir(parents=True, exist_ok=True)
     text = f"# Tournament in {env_name}: {games} games per seated pair\n\n" + format_table(rows) + \
         "\n\n" + format_table(pairs) + "\n"
@@ -164,4 +179,11 @@ def run_tournament(entries: list[str], overrides: list[str] | None = None, games
               "pairs": [p.as_dict() for p in pairs], "illegal_losses": illegal}
     checkpoint.atomic_write(out / "tournament.json", json.dumps(record, indent=2).encode())
     plot_ratings(rows, out / "ratings.png", title=f"Elo in {env_name}")
-    return {"out_dir": out, "results": results, "ratings": rows, "pairs": pairs, "text": text}
+    return {"out_dir": out, "results": results, "ratings": rows, "pairs": pairs, "text": text,
+            "nodes": None if dispatch is None else dispatch.nodes}
+
+
+def _ray_dispatch(address: str) -> Any:
+    from coplay.scale.ray_tasks import RayDispatch
+
+    return RayDispatch(address, feature="coplay tournament --address")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -73,7 +74,16 @@ def check_address(address: str | None) -> None:
                          "(`ray start --head`) and is the address its GCS address?") from e
 
 
-def _connect(ray: Any, address: str | None, num_cpus: int | None) -> bool:
+def current_node() -> str | None:
+    """The id of the Ray node this process runs on, when it is connected to Ray (a
+    trial's or a task's worker, or a driver); None otherwise. Does not import Ray."""
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return None
+    return str(ray.get_runtime_context().get_node_id())
+
+
+def connect(ray: Any, address: str | None, num_cpus: int | None) -> bool:
     """Make sure this process is connected to Ray; True when we started the connection
     (and so must shut it down), False when the caller had already connected."""
     if ray.is_initialized():
@@ -132,7 +142,7 @@ def run_trials(fn: Callable[[dict], dict], trials: Mapping[str, dict], *, storag
         tune.report(fn(payloads[config["trial_id"]]))
 
     resources = {"cpu": cpus_per_trial, "gpu": gpus_per_trial}
-    started = _connect(ray, address, num_cpus)
+    started = connect(ray, address, num_cpus)
     try:
         tuner = tune.Tuner(
             tune.with_resources(trainable, resources),
