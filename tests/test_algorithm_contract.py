@@ -123,7 +123,7 @@ def test_ippo_cannot_be_switched_into_mappo_by_a_field():
 
 def test_fields_that_do_not_change_results_are_marked_once():
     assert set(RESUMABLE) == {"resume", "progress", "name", "out_dir", "logger", "checkpoint_every",
-                              "keep_checkpoints"}
+                              "keep_checkpoints", "check_memory"}
     run = parse_overrides(["algo=ippo"])
     again = parse_overrides(["algo=ippo", "logger=csv", "progress=false", "keep_checkpoints=5"])
     assert resume_differences(run, again) == []

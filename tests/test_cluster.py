@@ -169,11 +169,15 @@ def _remove_node_after_first_checkpoint(cluster: SimulatedCluster, run_dir: Path
     while not list((run_dir / "checkpoints").glob("ckpt_*.msgpack")):
         time.sleep(0.01)
     attempt = read_attempts(run_dir, trial_id)[0]
+    if attempt.get("node") not in cluster.worker_ids():
+        return  # the attempt does not say where it runs: nothing to remove, and the test fails
     os.kill(attempt["pid"], signal.SIGSTOP)
     record["finished_before"] = (run_dir / "summary.json").exists()
-    cluster.remove(attempt["node"])
     try:
-        os.kill(attempt["pid"], signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+        cluster.remove(attempt["node"])
+    finally:
+        try:
+            os.kill(attempt["pid"], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     record["node"] = attempt["node"]

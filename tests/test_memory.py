@@ -50,6 +50,7 @@ def test_working_memory_counts_what_a_loop_stacks_and_what_lives_at_once():
 
 def test_a_run_that_cannot_fit_is_refused_before_anything_is_built_naming_the_seeds_that_fit(tmp_path, monkeypatch):
     monkeypatch.setattr(memory, "available_bytes", lambda: (2 * memory.GB, "a test's limit"))
+    monkeypatch.setattr(memory, "process_bytes", lambda: memory.GB // 2)      # whatever this worker holds
     monkeypatch.setattr(compiled, "init_state", lambda p: pytest.fail("the state was built"))
     with pytest.raises(ConfigError, match=r"the run needs about .* GB of memory and 2\.00 GB is available "
                                           r"\(a test's limit\).*lower seeds \(at most \d+ fit\).*check_memory=false"):

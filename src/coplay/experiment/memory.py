@@ -221,7 +221,8 @@ def advice(est: MemoryEstimate, config: Any) -> str:
     """What to lower: the seeds that fit, and the fields that size the largest part."""
     fields = [f"algo.{name}" for name in SIZE_FIELDS if hasattr(config, name)]
     most = est.most_seeds()
-    seeds = f"seeds (at most {most} fit)" if 0 < most < est.seeds else "seeds"
+    seeds = (f"seeds (at most {most} fit)" if 0 < most < est.seeds else
+             "seeds (not even one fits beside what this process holds)" if most == 0 else "seeds")
     largest = max(est.state, key=lambda k: est.state[k]) if est.state else None
     where = (f"; the largest part of the state is {largest} ({gb(est.state[largest])})"
              if largest and est.state[largest] > max(est.update, est.evaluation) else "")
