@@ -6,7 +6,9 @@ Every kind of run has a headline measure, chosen from what its evaluation report
                      a property of the policy, 0 at a Nash equilibrium; lower is better
     hypervolume      a trainer of several objectives: the hypervolume of each seed's front
                      (summary.json adds its share of the true front's, where the true front is known)
-    win              self-play of a board game: the rate of games won against random legal moves
+    win              self-play of a board game: the rate of games won against random legal moves;
+                     a team of one side (SMAX against its built-in enemy): the rate of episodes
+                     the environment scores as won (its info["win"])
     return           everything else: the episode's summed reward, averaged over agents
 
 The end-of-run lines, `curve.png` and summary.json show it beside its random baseline:
@@ -51,15 +53,17 @@ POLICY_MEASURES = frozenset({"exploitability", "nash_conv", "invalid_mass", "hyp
 EXPLOITABILITY = Headline("exploitability", "exploitability (of the policy: 0 at a Nash equilibrium)", True)
 HYPERVOLUME = Headline("hypervolume", "hypervolume of the front")
 WIN = Headline("win", "win rate against random legal moves")
+TEAM_WIN = Headline("win", "win rate (episodes the environment scores as won)")
 RETURN = Headline("return", "episode return (summed over steps, mean over agents)")
 
 
-def headline_of(measures: Any) -> Headline:
-    """The headline of a run whose evaluation reports `measures` (names)."""
+def headline_of(measures: Any, teams: int = 2) -> Headline:
+    """The headline of a run whose evaluation reports `measures` (names), on an environment
+    of `teams` teams (a win of one team is the environment's, not one against random play)."""
     names = set(measures)
     for h in (EXPLOITABILITY, HYPERVOLUME, WIN):
         if h.metric in names:
-            return h
+            return TEAM_WIN if h is WIN and teams < 2 else h
     return RETURN
 
 
@@ -100,6 +104,8 @@ def compiled_baseline(headline: Headline, trainer: Any, env: Any, reference: np.
     if not played.spec.discrete_actions:
         return None
     out = jit_once(make_evaluator(random_policy(played), episodes))(None, key)
+    if headline is TEAM_WIN:
+        return float(np.mean(out["win"]))
     if headline is HYPERVOLUME:
         from coplay.eval.multi_objective import hypervolume
 

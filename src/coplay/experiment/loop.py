@@ -77,6 +77,12 @@ class Engine(abc.ABC):
         return self.schedule.num_chunks
 
     @property
+    def num_teams(self) -> int:
+        """The teams of the environment the learner plays (its spec's distinct team ids)."""
+        env = getattr(self.learner, "env", None)
+        return len(set(env.spec.teams)) if env is not None else 2
+
+    @property
     def steps_per_update(self) -> int:
         return int(self.learner.steps_per_update)
 
@@ -324,7 +330,7 @@ def _advance(bar, engine: Engine, chunk: int, per_seed: dict) -> None:
         return
     from coplay.eval.stats import iqm
 
-    shown = headline_of(k[len("eval/"):] for k in per_seed if k.startswith("eval/")).metric
+    shown = headline_of((k[len("eval/"):] for k in per_seed if k.startswith("eval/")), engine.num_teams).metric
     value = per_seed.get(f"eval/{shown}", per_seed.get(shown))
     finite = value[np.isfinite(value)] if value is not None else np.zeros(0)
     postfix = {}
@@ -410,7 +416,7 @@ def run_loop(engine: Engine, run_dir: Path, resumed: bool, stop_after_chunks: in
 
     rows = read_metrics(run_dir)
     final = evals[-1][1]
-    head = headline_of(final)
+    head = headline_of(final, engine.num_teams)
     baseline = engine.baseline(head)
     wall = time.time() - t_start
     steps = engine.schedule.num_updates * engine.steps_per_update
