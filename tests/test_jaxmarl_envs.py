@@ -216,6 +216,10 @@ def test_names_arguments_and_versions_are_checked_before_anything_is_built(monke
     with pytest.raises(ConfigError, match="brax"):
         coplay.make("jaxmarl:ant_4x2")
     assert "scenario" in ENVS.parameters("jaxmarl:HeuristicEnemySMAX")
+    # a run's config names every argument with its default; a subclass's own settings stand
+    # (FACMAC fixes its base's num_agents and action type)
+    every = ENVS.parameters("jaxmarl:MPE_simple_facmac_v1")
+    assert not coplay.make("jaxmarl:MPE_simple_facmac_v1", **every).spec.discrete_actions
     with pytest.raises(MissingExtraError, match=r"jaxmarl 0\.3\.1 .*>=0\.2,<0\.3"):
         adapter.check_version("0.3.1")
     adapter.check_version("0.2.0")

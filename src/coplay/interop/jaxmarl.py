@@ -242,8 +242,11 @@ def _layouts() -> dict[str, Any]:
 
 
 def _library_kwargs(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """`kwargs` as the library's constructor takes them: names resolved, lists as arrays."""
-    out = dict(kwargs)
+    """`kwargs` as the library's constructor takes them: only those that differ from the
+    defaults (a subclass may fix an argument of its base itself: MPE's spread sets dim_c,
+    FACMAC num_agents and its action type), names resolved, lists as arrays."""
+    defaults = parameters(name)
+    out = {k: v for k, v in kwargs.items() if k not in defaults or not _same(v, defaults[k])}
     if name in SMAX_NAMES and out.get("scenario") is not None:
         maps = _scenarios()
         if out["scenario"] not in maps:
@@ -255,11 +258,18 @@ def _library_kwargs(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(layout, str) or layout not in layouts:
             raise unknown_name(f"Overcooked layout of jaxmarl:{name}:", layout, sorted(layouts))
         out["layout"] = layouts[layout]
-    parameters(name)
     for key, value in list(out.items()):
         if (name, key) in _ARRAY_ARGUMENTS and isinstance(value, (list, tuple)):
             out[key] = jnp.asarray(value)
     return out
+
+
+def _same(value: Any, default: Any) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(value), np.asarray(default))) if isinstance(default, list) \
+            else bool(value == default) and type(value) is type(default)
+    except (TypeError, ValueError):
+        return False
 
 
 def _hanabi_bound(lib) -> int:
