@@ -159,6 +159,7 @@ def test_smax_dead_units_are_inactive_with_only_the_stop_action_and_a_won_battle
             assert win.all() == (enemies_dead and alive.any())
             break
     assert bool(ts.done), "the battle did not end"
+    assert seen_dead, "no ally died before the battle ended: nothing was checked"
 
 
 def test_hanabi_moves_in_turn_and_other_players_may_only_wait():
