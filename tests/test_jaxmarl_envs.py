@@ -226,6 +226,16 @@ def test_names_arguments_and_versions_are_checked_before_anything_is_built(monke
     adapter.check_version("0.2.0")
 
 
+def test_the_cli_lists_a_prefixed_environments_fields(capsys):
+    from coplay.cli.main import main
+
+    assert main(["train", "--help", "env=jaxmarl:overcooked"]) == 0
+    out = capsys.readouterr().out
+    assert "env.layout" in out and "cramped_room" in out
+    assert main(["train", "--help", "env=jaxmarl:overcookd"]) == 2
+    assert "did you mean 'overcooked'" in capsys.readouterr().err
+
+
 def test_missing_jaxmarl_names_the_extra(monkeypatch):
     monkeypatch.setattr(adapter, "_CACHE", {})
     monkeypatch.setitem(sys.modules, "jaxmarl", None)         # import jaxmarl now fails

@@ -329,7 +329,12 @@ def main(argv: list[str] | None = None) -> int:
         from coplay.experiment.config import help_text
 
         print("usage: coplay train [key=value ...]\n")
-        print(help_text())
+        env = next((o.split("=", 1)[1] for o in args.overrides if o.startswith("env=")), None)
+        try:
+            print(help_text(env))
+        except CoplayError as e:
+            print(f"coplay: error: {e}", file=sys.stderr)
+            return 2
         print("\n" + TRAIN_EPILOG)
         return 0
     if args.command == "solve" and args.help:

@@ -397,9 +397,16 @@ def _flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def help_text() -> str:
-    """Every config field with its default, for `coplay train --help`."""
-    lines = ["Run fields:"]
+def help_text(env: str | None = None) -> str:
+    """Every config field with its default, for `coplay train --help`; with `env` (`coplay
+    train --help env=NAME`), that environment's fields first, a prefixed name's included
+    (`jaxmarl:overcooked`, `pgx:othello`)."""
+    lines = []
+    if env is not None:
+        lines.append(f"Environment {env} (env.<field>=value):")
+        lines += [f"  env.{k:<22} {v!s}" for k, v in ENVS.parameters(env).items()] or ["  (no fields)"]
+        lines.append("")
+    lines.append("Run fields:")
     lines += [f"  {n:<22} {d!s:<12} {h}" for n, d, h in describe(RunConfig)]
     lines.append("\nAlgorithms (algo=NAME):")
     for name, entry in ALGOS.items():
