@@ -214,8 +214,8 @@ def test_names_arguments_and_versions_are_checked_before_anything_is_built(monke
         coplay.make("jaxmarl:overcooked", layot="cramped_room")
     with pytest.raises(ConfigError, match="max_steps"):
         coplay.make("jaxmarl:MPE_simple_spread_v3", max_steps="many")
-    with pytest.raises(ConfigError, match="brax"):
-        coplay.make("jaxmarl:ant_4x2")
+    with pytest.raises(ConfigError, match="trained policy"):
+        coplay.make("jaxmarl:LearnedPolicyEnemySMAX")
     assert "scenario" in ENVS.parameters("jaxmarl:HeuristicEnemySMAX")
     # a run's config names every argument with its default; a subclass's own settings stand
     # (FACMAC fixes its base's num_agents and action type)
@@ -242,3 +242,11 @@ def test_missing_jaxmarl_names_the_extra(monkeypatch):
     with pytest.raises(MissingExtraError, match=r"pip install coplay\[jaxmarl\]"):
         coplay.make("jaxmarl:MPE_simple_spread_v3")
     assert "jaxmarl:MPE_simple_spread_v3" not in ENVS
+
+
+def test_multi_agent_mujoco_without_brax_names_the_extra(monkeypatch):
+    import jaxmarl.environments
+
+    monkeypatch.setattr(jaxmarl.environments, "MABRAX_AVAILABLE", False)
+    with pytest.raises(MissingExtraError, match=r"brax.*pip install coplay\[mabrax\]"):
+        coplay.make("jaxmarl:ant_4x2")

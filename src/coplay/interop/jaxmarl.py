@@ -64,6 +64,9 @@ for the step that ends the episode the adapter lets the library play the step
 without that restart (it hides the step count from the library for that one
 call), so the last observation and rewards are the game's. Before that step the
 two are equal, observation for observation (tests/test_jaxmarl_envs.py).
+Multi-agent MuJoCo (MABrax: `ant_4x2`, `hopper_3x1`, ...; `pip install coplay[mabrax]`)
+is built with brax's own auto-reset off, and its episode wrapper's truncation flag
+is `truncated`.
 """
 
 from __future__ import annotations
@@ -118,24 +121,28 @@ CLASSES = {
     "overcooked_v2": "OvercookedV2",
     "coin_game": "CoinGame",
     "jaxnav": "JaxNav",
+    # multi-agent MuJoCo (MABrax), with brax installed (pip install coplay[mabrax])
+    "ant_4x2": "Ant",
+    "halfcheetah_6x1": "HalfCheetah",
+    "hopper_3x1": "Hopper",
+    "humanoid_9|8": "Humanoid",
+    "walker2d_2x3": "Walker2d",
 }
+MABRAX = ("ant_4x2", "halfcheetah_6x1", "hopper_3x1", "humanoid_9|8", "walker2d_2x3")
 
 # Registered ids the adapter does not build, and why.
 NOT_ADAPTED = {
     "LearnedPolicyEnemySMAX": "its enemy is a trained policy and its parameters, given as Python objects; "
                               "use HeuristicEnemySMAX, or SMAX with both teams learning",
-    "ant_4x2": "multi-agent MuJoCo needs brax (jaxmarl[mabrax]), which coplay does not install",
-    "halfcheetah_6x1": "multi-agent MuJoCo needs brax (jaxmarl[mabrax]), which coplay does not install",
-    "hopper_3x1": "multi-agent MuJoCo needs brax (jaxmarl[mabrax]), which coplay does not install",
-    "humanoid_9|8": "multi-agent MuJoCo needs brax (jaxmarl[mabrax]), which coplay does not install",
-    "walker2d_2x3": "multi-agent MuJoCo needs brax (jaxmarl[mabrax]), which coplay does not install",
     **{f"JaxRobotarium_{t}": "needs the jaxrobotarium package, which is not on PyPI"
        for t in ("navigation", "discovery", "material_transport", "warehouse", "arctic_transport",
                  "foraging", "rware", "predator_prey")},
 }
 
 # Constructor arguments that take the library's objects (agent lists, spaces, colours), not settings.
-OBJECT_ARGUMENTS = ("agents", "action_spaces", "observation_spaces", "landmarks", "colour", "color_map")
+OBJECT_ARGUMENTS = ("agents", "action_spaces", "observation_spaces", "landmarks", "colour", "color_map",
+                    "env_name", "agent_obs_mapping", "agent_action_mapping",
+                    "auto_reset")   # MABrax: coplay's AutoReset restarts episodes, never brax's own
 
 SMAX_NAMES = ("SMAX", "HeuristicEnemySMAX")
 STORM_NAMES = ("storm", "storm_2p", "storm_np")
@@ -189,6 +196,9 @@ def jaxmarl_envs() -> list[str]:
 
 def _cls(name: str):
     import jaxmarl.environments as envs
+    if name in MABRAX and not envs.MABRAX_AVAILABLE:
+        raise MissingExtraError(f"jaxmarl:{name} (multi-agent MuJoCo) needs brax, which is not installed: "
+                                "pip install coplay[mabrax]")
     return getattr(envs, CLASSES[name])
 
 
@@ -258,6 +268,8 @@ def _library_kwargs(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(layout, str) or layout not in layouts:
             raise unknown_name(f"Overcooked layout of jaxmarl:{name}:", layout, sorted(layouts))
         out["layout"] = layouts[layout]
+    if name in MABRAX:
+        out["auto_reset"] = False
     for key, value in list(out.items()):
         if (name, key) in _ARRAY_ARGUMENTS and isinstance(value, (list, tuple)):
             out[key] = jnp.asarray(value)
@@ -381,6 +393,8 @@ class JaxMARLEnv(Env):
             return _hanabi_bound(lib)
         if self.env_id in INNER_GAMES:
             return int(lib.num_inner_steps) * int(lib.num_outer_steps)
+        if self.env_id in MABRAX:      # brax's episode counts physics steps, action_repeat per step
+            return math.ceil(int(lib.episode_length) / int(lib.action_repeat))
         steps = getattr(lib, "max_steps", None)
         if steps is None:
             raise ConfigError(f"jaxmarl:{self.env_id} states no episode length (max_steps)")
@@ -459,11 +473,19 @@ class JaxMARLEnv(Env):
     def _info(self, info: dict, reward: jax.Array, lib_state: Any, done: jax.Array,
               invalid: jax.Array) -> dict[str, jax.Array]:
         out: dict[str, jax.Array] = {"invalid_actions": invalid}
-        for key, value in info.items():
-            if key == "discount":                     # STORM's constant 0, not a fact of the step
-                continue
+        def add(key: str, value: Any) -> None:
             per_agent = self._per_agent(value) if isinstance(value, dict) else None
-            out[key] = per_agent if per_agent is not None else jnp.asarray(value)
+            if per_agent is not None:
+                out[key] = per_agent
+            elif isinstance(value, dict):            # brax's metrics: one entry each
+                for k, v in value.items():
+                    add(f"{key}/{k}", v)
+            else:
+                out[key] = jnp.asarray(value)
+
+        for key, value in info.items():
+            if key != "discount":                     # STORM's constant 0, not a fact of the step
+                add(key, value)
         if self.env_id in SMAX_NAMES:
             out["win"] = done & self._smax_win(lib_state)
         if self.env_id == "overcooked":
@@ -489,6 +511,8 @@ class JaxMARLEnv(Env):
             return ~jnp.any(s.unit_alive[:k]) | ~jnp.any(s.unit_alive[k:])
         if self.env_id == "switch_riddle":
             return lib_done & jnp.any(reward != 0)    # an agent spoke: the game's end
+        if self.env_id in MABRAX:                      # brax's episode wrapper marks its time limit
+            return lib_done & ~(jnp.asarray(lib_state.info["truncation"]) > 0)
         return lib_done
 
     # --- the contract ---------------------------------------------------------------------------
