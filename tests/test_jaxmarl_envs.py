@@ -162,6 +162,15 @@ def test_smax_dead_units_are_inactive_with_only_the_stop_action_and_a_won_battle
     assert seen_dead, "no ally died before the battle ended: nothing was checked"
 
 
+def test_a_teams_own_win_is_its_headline_and_a_cooperative_games_win_is_not_one():
+    from coplay.experiment.headline import RETURN, TEAM_WIN, WIN, headline_of
+
+    measures = {"return", "win"}
+    assert headline_of(measures) is WIN                   # rivals: won against random play
+    assert headline_of(measures, "team") is TEAM_WIN       # SMAX against its heuristic enemy
+    assert headline_of(measures, None) is RETURN           # Hanabi: one team, nobody wins
+
+
 def test_hanabi_moves_in_turn_and_other_players_may_only_wait():
     env = coplay.make("jaxmarl:hanabi")
     state, ts = jax.jit(env.reset)(jax.random.PRNGKey(3))

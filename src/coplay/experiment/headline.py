@@ -57,13 +57,18 @@ TEAM_WIN = Headline("win", "win rate (episodes the environment scores as won)")
 RETURN = Headline("return", "episode return (summed over steps, mean over agents)")
 
 
-def headline_of(measures: Any, teams: int = 2) -> Headline:
-    """The headline of a run whose evaluation reports `measures` (names), on an environment
-    of `teams` teams (a win of one team is the environment's, not one against random play)."""
+def headline_of(measures: Any, wins: str | None = "rivals") -> Headline:
+    """The headline of a run whose evaluation reports `measures` (names). `wins`: what a
+    `win` means on the run's environment: "rivals" (won against random play), "team" (one
+    team's own wins, as the environment reports them), None (nothing: a game of one team,
+    whose headline is then its return)."""
     names = set(measures)
-    for h in (EXPLOITABILITY, HYPERVOLUME, WIN):
-        if h.metric in names:
-            return TEAM_WIN if h is WIN and teams < 2 else h
+    if EXPLOITABILITY.metric in names:
+        return EXPLOITABILITY
+    if HYPERVOLUME.metric in names:
+        return HYPERVOLUME
+    if WIN.metric in names and wins is not None:
+        return TEAM_WIN if wins == "team" else WIN
     return RETURN
 
 

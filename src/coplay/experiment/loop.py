@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 from coplay.core.errors import CheckpointConfigError, CheckpointError, ConfigError, TrainingError
@@ -77,10 +78,18 @@ class Engine(abc.ABC):
         return self.schedule.num_chunks
 
     @property
-    def num_teams(self) -> int:
-        """The teams of the environment the learner plays (its spec's distinct team ids)."""
+    def wins(self) -> str | None:
+        """What a `win` of the evaluation means: "rivals" (a game of several teams, won
+        against random play), "team" (one team that reports its own wins in `info["win"]`:
+        SMAX against its built-in enemy), or None (one team that reports none: a win means
+        nothing there)."""
         env = getattr(self.learner, "env", None)
-        return len(set(env.spec.teams)) if env is not None else 2
+        if env is None or len(set(env.spec.teams)) > 1:
+            return "rivals"
+        if env.spec.turn_based:
+            return None
+        _, ts = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
+        return "team" if "win" in ts.info else None
 
     @property
     def steps_per_update(self) -> int:
@@ -330,7 +339,7 @@ def _advance(bar, engine: Engine, chunk: int, per_seed: dict) -> None:
         return
     from coplay.eval.stats import iqm
 
-    shown = headline_of((k[len("eval/"):] for k in per_seed if k.startswith("eval/")), engine.num_teams).metric
+    shown = headline_of((k[len("eval/"):] for k in per_seed if k.startswith("eval/")), engine.wins).metric
     value = per_seed.get(f"eval/{shown}", per_seed.get(shown))
     finite = value[np.isfinite(value)] if value is not None else np.zeros(0)
     postfix = {}
@@ -416,7 +425,7 @@ def run_loop(engine: Engine, run_dir: Path, resumed: bool, stop_after_chunks: in
 
     rows = read_metrics(run_dir)
     final = evals[-1][1]
-    head = headline_of(final, engine.num_teams)
+    head = headline_of(final, engine.wins)
     baseline = engine.baseline(head)
     wall = time.time() - t_start
     steps = engine.schedule.num_updates * engine.steps_per_update
