@@ -4,6 +4,7 @@ from coplay import envs as _envs  # noqa: F401  (registers the built-in environm
 from coplay.core import ENVS, Env, EnvSpec, TimeStep
 from coplay.interop import gymnasium as _gymnasium  # noqa: F401  (registers gym:<id>)
 from coplay.interop import jaxmarl as _jaxmarl  # noqa: F401  (registers jaxmarl:<name>; jaxmarl itself loads on use)
+from coplay.interop import jumanji as _jumanji  # noqa: F401  (registers jumanji:<name>; jumanji itself loads on use)
 from coplay.interop import pettingzoo_host as _pettingzoo_host  # noqa: F401  (registers pettingzoo:<module>)
 from coplay.interop import pgx as _pgx  # noqa: F401  (registers pgx's games; pgx itself loads on use)
 
