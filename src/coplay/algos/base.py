@@ -99,6 +99,7 @@ class Capabilities:
     min_agents: int = 1
     vector_reward: bool = False        # learns from K > 1 objectives without scalarising them
     needs_vector_reward: bool = False  # learns only from K > 1 objectives (a multi-objective trainer)
+    image_obs: bool = True             # takes observations that are not flat vectors (images or grids [H, W, C])
 
     def problems(self, spec: EnvSpec) -> list[str]:
         out = []
@@ -115,6 +116,10 @@ class Capabilities:
             out.append(f"actions are continuous ({space}) and it needs {needs} actions")
         elif isinstance(space, MultiDiscrete) and not self.utterances:
             out.append(f"actions are utterances (token ids, {space}) and it needs {needs} actions")
+        shape = tuple(spec.obs_space.shape)
+        if len(shape) > 1 and not self.image_obs:
+            out.append(f"its observations are images or grids of shape {shape} per agent and it needs flat "
+                       "observations (vectors)")
         if spec.num_agents < self.min_agents:
             out.append(f"it has {spec.num_agents} agent(s) and it needs at least {self.min_agents}")
         if spec.turn_based and spec.num_agents > 1 and not self.turn_based:

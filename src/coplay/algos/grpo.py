@@ -145,7 +145,8 @@ class GRPO(Trainer[Config]):
 
     name = "grpo"
     config_class = Config
-    capabilities = Capabilities(discrete_actions=False, utterances=True, turn_based=True)
+    capabilities = Capabilities(discrete_actions=False, utterances=True, turn_based=True,
+                                image_obs=False)   # a token policy: its observations are token ids
     return_convention = ("episode return averaged over agents, the policy in every seat (0 by construction in a "
                          "zero-sum game against itself; on kuhn_poker and leduc_holdem see eval/exploitability)")
 

@@ -26,6 +26,9 @@ class IPPO(mappo.MAPPO):
     config_class = Config
     capabilities = Capabilities(continuous_actions=True, recurrent=True)
 
+    def critic_torso(self) -> str:
+        return self.torso
+
     def critic_input(self, ts: TimeStep) -> jax.Array:
-        """[B, N, D]: each agent's own (flattened) observation."""
-        return ts.obs.reshape(*ts.obs.shape[:2], -1)
+        """[B, N, ...]: each agent's own observation, read by the actor's torso (flattened by the MLP)."""
+        return ts.obs

@@ -67,7 +67,8 @@ from coplay.lm.token_loss import clipped_token_loss, token_mean
 
 Adapters = Literal["shared", "per_role"]
 ADAPTERS: tuple[str, ...] = get_args(Adapters)
-CAPABILITIES = Capabilities(discrete_actions=False, utterances=True, turn_based=True)
+CAPABILITIES = Capabilities(discrete_actions=False, utterances=True, turn_based=True,
+                            image_obs=False)   # a language model: its observations are token ids
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy
 from coplay.core.types import TimeStep
 from coplay.nets import distributions, init_stacked
-from coplay.nets.agent import AgentNet, apply_agents
+from coplay.nets.agent import AgentNet, apply_agents, choose_torso
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,10 @@ class MAPPO(Trainer[Config]):
         self.num_agents = spec.num_agents
         self.dist = (distributions.Categorical() if spec.discrete_actions
                      else distributions.DiagGaussian(int(np.prod(spec.action_space.shape))))
+        self.torso = choose_torso(c.torso, spec.obs_space.shape)     # refused before anything compiles
         self.actor = AgentNet(self.dist.outputs(spec.num_actions), c.hidden_size, c.num_layers, c.activation,
-                              c.recurrent)
-        self.critic = AgentNet(0, c.hidden_size, c.num_layers, c.activation, c.recurrent)
+                              c.recurrent, torso=self.torso)
+        self.critic = AgentNet(0, c.hidden_size, c.num_layers, c.activation, c.recurrent, torso=self.critic_torso())
         self.carry_size = c.hidden_size if c.recurrent else 0
         # Actor and critic are clipped and stepped apart: with one global clip, the
         # critic's large early gradients (returns of tens) would shrink the policy's step.
@@ -100,6 +101,11 @@ class MAPPO(Trainer[Config]):
         return acting_env(env, self.config.share_params and self.config.agent_id)
 
     # ----- inputs -------------------------------------------------------------------------
+    def critic_torso(self) -> str:
+        """What the critic reads its input with: the global state is flat (the MLP); a critic
+        of the agent's own observation (IPPO's) reads it as the actor does."""
+        return "mlp"
+
     def critic_input(self, ts: TimeStep) -> jax.Array:
         """[B, N, D]: the global state with the agent's one-hot id."""
         b, n = ts.global_state.shape[0], self.num_agents
@@ -114,7 +120,7 @@ class MAPPO(Trainer[Config]):
     def init(self, key: jax.Array) -> TrainState:
         k_actor, k_critic, k_env, k_state = jax.random.split(key, 4)
         env_state, ts = reset_envs(self.env, k_env, self.config.num_envs)
-        obs = ts.obs[0].reshape(self.num_agents, -1)
+        obs = ts.obs[0]     # [N, ...]: each agent's observation in its own shape (an image stays one)
         c_in = self.critic_input(jax.tree.map(lambda x: x[:1], ts))[0]
         carry = jnp.zeros((1, self.carry_size))
         reset = jnp.zeros((1,), bool)

@@ -111,13 +111,16 @@ class Lane(mappo.MAPPO):
     capabilities = Capabilities(continuous_actions=True, recurrent=True, vector_reward=True, needs_vector_reward=True)
 
     def __init__(self, config: LaneConfig, env: Env, num_updates: int):
+        self.local_critic = config.critic == "local"     # read by `critic_torso` as MAPPO builds its critic
         super().__init__(config, env, num_updates)
-        self.local_critic = config.critic == "local"
         check_show_weight(config)
 
+    def critic_torso(self) -> str:
+        return self.torso if self.local_critic else super().critic_torso()
+
     def critic_input(self, ts: TimeStep) -> jax.Array:
-        if self.local_critic:   # IPPO's: each agent's own (flattened) observation
-            return ts.obs.reshape(*ts.obs.shape[:2], -1)
+        if self.local_critic:   # IPPO's: each agent's own observation (flattened by the MLP)
+            return ts.obs
         return super().critic_input(ts)
 
 

@@ -61,7 +61,9 @@ class MOQMIX(qmix.QMIX):
 
     name = "mo_qmix"
     config_class = Config
-    capabilities = Capabilities(recurrent=True, needs_global_state=True, vector_reward=True, needs_vector_reward=True)
+    # the preference is appended to flat observations (`coplay.wrappers.Preference`) and read back from them
+    capabilities = Capabilities(recurrent=True, needs_global_state=True, vector_reward=True, needs_vector_reward=True,
+                                image_obs=False)
     return_convention = CONDITIONED_RETURN
     config: Config
 

@@ -55,7 +55,9 @@ class PCMAPPO(mo_ppo.Lane):
 
     name = "pc_mappo"
     config_class = Config
-    capabilities = Capabilities(continuous_actions=True, recurrent=True, vector_reward=True, needs_vector_reward=True)
+    # the preference is appended to flat observations (`coplay.wrappers.Preference`)
+    capabilities = Capabilities(continuous_actions=True, recurrent=True, vector_reward=True, needs_vector_reward=True,
+                                image_obs=False)
     return_convention = CONDITIONED_RETURN
     config: Config
 
@@ -65,7 +67,8 @@ class PCMAPPO(mo_ppo.Lane):
         super().__init__(config, self.conditioning.env, num_updates)
         self.fronts = self.conditioning.fronts
         c, k = config, env.spec.reward_dim
-        self.critic = AgentNet(k, c.hidden_size, c.num_layers, c.activation, c.recurrent, head_scale=1.0)
+        self.critic = AgentNet(k, c.hidden_size, c.num_layers, c.activation, c.recurrent, head_scale=1.0,
+                               torso=self.critic_torso())
 
     # ----- the conditioned policy's utility, acting and evaluation -------------------------------
     def update(self, state: Any) -> tuple[Any, dict[str, jax.Array]]:

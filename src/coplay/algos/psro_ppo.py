@@ -73,6 +73,7 @@ from coplay.envs.trees import TreeArrays
 from coplay.envs.trees.env import TreeGameEnv
 from coplay.envs.trees.values import exploitability
 from coplay.nets import ACTIVATIONS
+from coplay.nets.agent import torso_param
 
 EXACT = "exact exploitability of the meta-strategy mixture: (BR_0 + BR_1) / 2, members read back as tables"
 APPROXIMATE = ("approximate exploitability: a PPO best response's mean return against the mixture, both seats "
@@ -100,6 +101,7 @@ class Config(ppo.PPOConfig):
     hidden_size: int = param(128, "units per hidden layer of every member", min=1)
     num_layers: int = param(2, "hidden layers of every member", min=1)
     activation: str = param("relu", "hidden activation", choices=tuple(ACTIVATIONS))
+    torso: str = torso_param("mlp")    # as selfplay_ppo's: the flattened board its defaults were tuned with
     greedy_eval: bool = param(False, "members always play their stochastic policies, in the meta-game and "
                                      "in exact scores", choices=(False,))
     random_opening: int = param(0, "each training game opens with k uniformly random moves, k drawn from "

@@ -20,8 +20,10 @@ Training games open with k uniformly random moves (k drawn from
 0..`random_opening` per game), which carry no policy gradient: self-play
 between near-deterministic policies otherwise visits few positions, and a
 policy trained on few positions fails in the others (against random or
-perfect play). Observations of any shape are flattened and a one-hot of the
-seat appended, so one network plays every seat. Feed-forward networks only.
+perfect play). A one-hot of the seat is appended to each observation, so one
+network plays every seat: to the flattened observation (`algo.torso=mlp`, the
+default, as the defaults below were tuned), or as constant channels of an image
+`[H, W, C]` read by a CNN (`algo.torso=cnn`, or `auto`). Feed-forward networks only.
 
 The defaults (learning rate 1e-3, entropy bonus 0.1, 64 games x 16 steps per
 update) are tuned on tic-tac-toe and connect four: with PPO's usual 3e-4 and
@@ -45,6 +47,7 @@ value.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,8 +69,9 @@ from coplay.core.errors import ConfigError
 from coplay.core.policy import Evaluator, Policy
 from coplay.core.types import TimeStep
 from coplay.nets import ACTIVATIONS, distributions
-from coplay.nets.agent import AgentNet, apply_agents
+from coplay.nets.agent import AgentNet, apply_agents, choose_torso, torso_param
 from coplay.wrappers import AutoReset, EpisodeStats
+from coplay.wrappers.agent_id import with_agent_id
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ class Config(ppo.PPOConfig, PoolConfig):
     hidden_size: int = param(128, "units per hidden layer", min=1)
     num_layers: int = param(2, "hidden layers", min=1)
     activation: str = param("relu", "hidden activation", choices=tuple(ACTIVATIONS))
+    # The flattened board by default: the defaults here were tuned with it, and runs made before
+    # the field existed keep their parameters.
+    torso: str = torso_param("mlp")
     greedy_eval: bool = param(True, "evaluate with the most likely action (else sample the policy)")
     opponent: str = param("pfsp", "how each game's opponent is drawn from the pool",
                           choices=("latest", "uniform", "pfsp"))
@@ -104,9 +111,12 @@ class TrainState:
     opening: jax.Array = per_env()     # [E] int32 random moves still to play at the start of each game
 
 
-def features(obs: jax.Array) -> jax.Array:
-    """obs [B, N, ...] -> [B, N, D + N]: each seat's flattened view and its one-hot seat."""
+def features(obs: jax.Array, image: bool = False) -> jax.Array:
+    """obs [B, N, ...] -> [B, N, D + N]: each seat's flattened view and its one-hot seat;
+    with `image`, obs [B, N, H, W, C] -> [B, N, H, W, C + N]: the seat as N constant channels."""
     b, n = obs.shape[:2]
+    if image:
+        return with_agent_id(obs.astype(jnp.float32), obs.ndim - 2)
     flat = obs.reshape(b, n, -1).astype(jnp.float32)
     return jnp.concatenate([flat, jnp.broadcast_to(jnp.eye(n, dtype=jnp.float32), (b, n, n))], axis=-1)
 
@@ -131,8 +141,10 @@ class SelfPlayPPO(Trainer[Config]):
         self.num_agents = spec.num_agents
         c = config
         self.dist = distributions.Categorical()
-        self.actor = AgentNet(spec.num_actions, c.hidden_size, c.num_layers, c.activation, False)
-        self.critic = AgentNet(0, c.hidden_size, c.num_layers, c.activation, False)
+        self.torso = choose_torso(c.torso, spec.obs_space.shape)     # refused before anything compiles
+        self.features = functools.partial(features, image=self.torso == "cnn")
+        self.actor = AgentNet(spec.num_actions, c.hidden_size, c.num_layers, c.activation, False, torso=self.torso)
+        self.critic = AgentNet(0, c.hidden_size, c.num_layers, c.activation, False, torso=self.torso)
         self.optimizer = ppo.adam(c, num_updates)
 
     # ----- networks ---------------------------------------------------------------------------
@@ -143,7 +155,10 @@ class SelfPlayPPO(Trainer[Config]):
         return y
 
     def _critic_in(self, x: jax.Array, active: jax.Array) -> jax.Array:
-        return jnp.concatenate([x, active[..., None].astype(x.dtype)], axis=-1)
+        """x [..., D] or [..., H, W, C] and whether it is the learner's turn, `active` [...],
+        appended as one more entry (or one more constant channel)."""
+        turn = active.reshape(*active.shape, *([1] * (x.ndim - active.ndim))).astype(x.dtype)
+        return jnp.concatenate([x, jnp.broadcast_to(turn, (*x.shape[:-1], 1))], axis=-1)
 
     def _opponent_logits(self, pool: Pool, slots: jax.Array, x: jax.Array) -> jax.Array:
         """Each game's own opponent: params gathered per game, x [E, N, D] -> [E, N, A]."""
@@ -160,7 +175,7 @@ class SelfPlayPPO(Trainer[Config]):
         or, with None and no population, against a pool of its own snapshots."""
         k_actor, k_critic, k_env, k_seat, k_opp, k_open, k_state = jax.random.split(key, 7)
         env_state, ts = reset_envs(self.env, k_env, self.config.num_envs)
-        x = features(ts.obs[:1])[0]
+        x = self.features(ts.obs[:1])[0]
         none, no = jnp.zeros((1, 0)), jnp.zeros((1,), bool)
         params = {"actor": self.actor.init(k_actor, none, x[:1], no),
                   "critic": self.critic.init(k_critic, none, self._critic_in(x, ts.active[0])[:1], no)}
@@ -190,7 +205,7 @@ class SelfPlayPPO(Trainer[Config]):
                                       self.config.pfsp_power)
         opening = jnp.where(ts.done, self._draw_opening(k_open, e), opening)
 
-        x = features(ts.obs)
+        x = self.features(ts.obs)
         mine = self.dist.prepare(self._apply(self.actor, params["actor"], x), ts.action_mask)
         theirs = self.dist.prepare(self._opponent_logits(pool, opponent, x), ts.action_mask)
         a_me, a_them = self.dist.sample(k_me, mine), self.dist.sample(k_them, theirs)
@@ -209,14 +224,14 @@ class SelfPlayPPO(Trainer[Config]):
         greedy = self.config.greedy_eval
 
         def act(params, obs, mask, key, carry, reset):
-            logits = self.dist.prepare(self._apply(self.actor, params, features(obs)), mask)
+            logits = self.dist.prepare(self._apply(self.actor, params, self.features(obs)), mask)
             return (self.dist.mode(logits) if greedy else self.dist.sample(key, logits)), carry
 
         return Policy(act=act, initial_carry=lambda batch: jnp.zeros((*batch, self.num_agents, 0)), env=self.env)
 
     def action_probs(self, params, obs: jax.Array, mask: jax.Array) -> jax.Array:
         """The actor's action probabilities: obs [B, N, ...], mask [B, N, A] -> [B, N, A]."""
-        return jax.nn.softmax(self.dist.prepare(self._apply(self.actor, params, features(obs)), mask), axis=-1)
+        return jax.nn.softmax(self.dist.prepare(self._apply(self.actor, params, self.features(obs)), mask), axis=-1)
 
     def policy_params(self, state: TrainState) -> Any:
         return state.params["actor"]
@@ -243,10 +258,10 @@ class SelfPlayPPO(Trainer[Config]):
 
         # The learner's seat only: [T, E, ...].
         mine = traj.extras["seat"]
-        x = seat_row(jax.vmap(features)(traj.ts.obs), mine)
+        x = seat_row(jax.vmap(self.features)(traj.ts.obs), mine)
         active = seat_row(traj.ts.active, mine)
         moved = traj.extras["learner_moved"]   # the learner's own moves: random opening moves excluded
-        last_x = seat_row(features(ts.obs), seat)
+        last_x = seat_row(self.features(ts.obs), seat)
         last_value = self._apply(self.critic, state.params["critic"],
                                  self._critic_in(last_x, seat_row(ts.active, seat))[:, None])[:, 0]
         reward = seat_row(traj.reward, mine)

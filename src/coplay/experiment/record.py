@@ -55,21 +55,21 @@ from coplay.offline.dataset import (
     save,
     writing,
 )
-from coplay.wrappers.agent_id import with_agent_id
+from coplay.wrappers.agent_id import agent_id_shape, with_agent_id
 
 
 def _policy_actor(trainer: Any, params: Any, env: Env) -> Actor:
     """A trained policy acting on the environment's own observations: the agent ids its
     network was trained with are appended here."""
     policy = trainer.policy()
-    ours, theirs = int(np.prod(env.spec.obs_space.shape)), int(np.prod(policy.env.spec.obs_space.shape))
+    ours, theirs = tuple(env.spec.obs_space.shape), tuple(policy.env.spec.obs_space.shape)
     n = env.spec.num_agents
     if theirs == ours:
         view = lambda obs: obs                 # noqa: E731
-    elif theirs == ours + n:
-        view = with_agent_id
+    elif theirs == agent_id_shape(ours, n):
+        view = lambda obs: with_agent_id(obs, len(ours))   # noqa: E731
     else:
-        raise ConfigError(f"the run's policy sees observations of size {theirs}, the environment's are {ours}: "
+        raise ConfigError(f"the run's policy sees observations of shape {theirs}, the environment's are {ours}: "
                           "coplay record plays policies that see the environment's observation (with agent ids or "
                           "without)")
 

@@ -138,7 +138,8 @@ def record(env: Env, act: Act | Actor, episodes: int, key: jax.Array, quality: s
            meta: dict | None = None) -> Dataset:
     """`episodes` whole episodes of `act` on `env` (each played from its reset to its end,
     side by side), deterministic from `key`, as one stream of steps. `act` sees each
-    agent's observation flattened, `[E, N, O]`."""
+    agent's observation in the environment's shape, `[E, N, *obs_shape]`; the dataset
+    stores it flattened, `[T, N, O]` (OG-MARL's layout)."""
     if quality not in QUALITIES:
         raise ConfigError(f"quality={quality!r} is not one of {', '.join(QUALITIES)}")
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
@@ -157,8 +158,7 @@ def record(env: Env, act: Act | Actor, episodes: int, key: jax.Array, quality: s
         def step(carry, k):
             state, ts, over, memory, first = carry
             k_act, k_env = jax.random.split(k)
-            action, memory = actor.act(k_act, ts.obs.reshape(episodes, spec.num_agents, -1), ts.action_mask, memory,
-                                       jnp.full((episodes,), first))
+            action, memory = actor.act(k_act, ts.obs, ts.action_mask, memory, jnp.full((episodes,), first))
             new_state, new_ts = jax.vmap(env.step)(state, action, jax.random.split(k_env, episodes))
             row = {"observations": ts.obs.reshape(episodes, spec.num_agents, -1).astype(jnp.float32),
                    "actions": action, "rewards": new_ts.reward.astype(jnp.float32),

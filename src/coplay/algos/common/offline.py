@@ -110,12 +110,17 @@ class OfflineQConfig(OfflineConfig, ql.QLearnConfig):
 
 class Windows:
     """A dataset as arrays ready for sampling windows of `length` steps inside `jit`, its
-    rewards multiplied by `reward_scale`."""
+    rewards multiplied by `reward_scale`, each agent's observation in the environment's
+    shape `obs_shape` (a dataset stores them flattened, OG-MARL's layout; an image is
+    given back its shape, as the agents' networks read it when they act)."""
 
-    def __init__(self, data: Dataset, length: int, agent_id: bool, reward_scale: float = 1.0):
+    def __init__(self, data: Dataset, length: int, agent_id: bool, reward_scale: float = 1.0,
+                 obs_shape: tuple[int, ...] | None = None):
         e = data.experience
         obs = np.asarray(e["observations"][0], np.float32)                                 # [T, N, O]
         steps, n = obs.shape[:2]
+        if obs_shape is not None:
+            obs = obs.reshape(steps, n, *obs_shape)                                         # [T, N, *obs_shape]
         if steps < length:
             raise ConfigError(f"the dataset has {steps} steps, fewer than one window of {length} (the trained "
                               "steps, burn-in and n-step bootstrap); record more episodes")
@@ -123,7 +128,7 @@ class Windows:
         legals = np.asarray(e["infos"]["legals"][0], bool)
         active = np.asarray(e["infos"]["active"][0], bool) if "active" in e["infos"] else np.ones((steps, n), bool)
         arrays = {
-            "obs": with_agent_id(obs) if agent_id else obs,
+            "obs": with_agent_id(obs, obs.ndim - 2) if agent_id else obs,
             "action": np.asarray(e["actions"][0], np.int32),
             "reward": np.asarray(e["rewards"][0], np.float32) * np.float32(reward_scale),
             "done": end,
@@ -153,6 +158,8 @@ def check_shapes(data: Dataset, env: Env, where: str) -> None:
                 "actions": (spec.num_agents,)}
     found = {"observations": e["observations"].shape[2:], "infos.legals": e["infos"]["legals"].shape[2:],
              "actions": e["actions"].shape[2:]}
+    if tuple(found["observations"]) == (spec.num_agents, *spec.obs_space.shape):   # stored in their shape
+        found["observations"] = (spec.num_agents, obs_size)
     wrong = [f"{k} per step {tuple(found[k])} where {spec.name!r} has {v}" for k, v in expected.items()
              if tuple(found[k]) != v]
     if wrong:
@@ -199,7 +206,8 @@ class DatasetWindows:
         self.config, self.window, self.initial_carry = config, window, initial_carry
         self.dataset = read_dataset(config, env)
         scale = config.reward_multiplier(self.dataset) if isinstance(config, OfflineQConfig) else 1.0
-        self.windows = Windows(self.dataset, window, config.share_params and config.agent_id, scale)
+        self.windows = Windows(self.dataset, window, config.share_params and config.agent_id, scale,
+                               tuple(env.spec.obs_space.shape))
 
     def sample(self, key: jax.Array) -> dict[str, jax.Array]:
         """`batch_size` windows `[L, B, ...]` (a recurrent agent's start from a zero state),

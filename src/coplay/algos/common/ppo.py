@@ -32,6 +32,7 @@ from coplay.core.config import param
 from coplay.core.spaces import num_actions
 from coplay.core.types import EnvSpec
 from coplay.nets import ACTIVATIONS
+from coplay.nets.agent import torso_param
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class PPOConfig(RolloutConfig):
     hidden_size: int = param(64, "units per hidden layer", min=1)
     num_layers: int = param(2, "hidden layers (feed-forward); layers around the GRU (recurrent)", min=1)
     activation: str = param("tanh", "hidden activation", choices=tuple(ACTIVATIONS))
+    torso: str = torso_param()
     greedy_eval: bool = param(False, "evaluate with the most likely action instead of sampling")
 
 

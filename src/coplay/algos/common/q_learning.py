@@ -16,6 +16,7 @@ import optax
 from coplay.algos.base import RolloutConfig, TrainerConfig
 from coplay.core.config import param
 from coplay.nets import ACTIVATIONS, distributions
+from coplay.nets.agent import torso_param
 
 RECURRENT_SEQ_LEN = 20  # trained steps per window when recurrent and seq_len = 0
 
@@ -34,6 +35,7 @@ class NetConfig(TrainerConfig):
     hidden_size: int = param(64, "units per hidden layer", min=1)
     num_layers: int = param(2, "hidden layers (feed-forward); layers around the GRU (recurrent)", min=1)
     activation: str = param("relu", "hidden activation", choices=tuple(ACTIVATIONS))
+    torso: str = torso_param()
     recurrent: bool = param(False, "GRU agents over the observation history")
     seq_len: int = param(0, f"steps trained per sampled window; 0 = 1 (feed-forward) or {RECURRENT_SEQ_LEN} "
                             "(recurrent)", min=0)

@@ -53,7 +53,7 @@ from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy
 from coplay.core.types import TimeStep
 from coplay.nets import distributions, init_stacked
-from coplay.nets.agent import AgentNet, apply_agents
+from coplay.nets.agent import AgentNet, apply_agents, choose_torso
 
 
 @struct.dataclass
@@ -98,8 +98,9 @@ class QLoop(Trainer[Any]):
         self.env = self.wrap(env)
         self.num_agents = spec.num_agents
         self.num_actions = spec.num_actions
+        self.torso = choose_torso(c.torso, spec.obs_space.shape)     # refused before anything compiles
         self.net = AgentNet(self.net_outputs(spec.num_actions), c.hidden_size, c.num_layers, c.activation,
-                            c.recurrent, head_scale=1.0)
+                            c.recurrent, head_scale=1.0, torso=self.torso)
         self.carry_size = c.hidden_size if c.recurrent else 0
         lr = optax.linear_schedule(c.lr, 0.0, max(num_updates * c.grad_steps, 1)) if c.anneal_lr else c.lr
         self.optimizer = optax.chain(optax.clip_by_global_norm(c.max_grad_norm), optax.adam(lr))
@@ -145,8 +146,8 @@ class QLoop(Trainer[Any]):
         return q
 
     def q_values(self, agent_params, carry, obs, reset):
-        """obs: [B, N, ...]; carry: [B, N, H]; reset: [B] -> (carry, Q [B, N, A])."""
-        obs = obs.reshape(*obs.shape[:2], -1)
+        """obs: [B, N, ...] (each agent's observation in its shape; the MLP flattens it);
+        carry: [B, N, H]; reset: [B] -> (carry, Q [B, N, A])."""
         return apply_agents(self.net, agent_params, carry, obs, reset, self.config.share_params)
 
     def init_mixer(self, key: jax.Array, global_state: jax.Array) -> Any:
@@ -156,7 +157,7 @@ class QLoop(Trainer[Any]):
     def init_params(self, k_net: jax.Array, k_mix: jax.Array, ts: TimeStep) -> dict:
         """`{"agent", "mixer", extra networks}` for observations and global state shaped
         like `ts`'s ([E, N, ...]); the i-th extra network from `fold_in(k_net, i + 1)`."""
-        obs = ts.obs[0].reshape(self.num_agents, -1)
+        obs = ts.obs[0]     # [N, ...]: an image stays one
         carry, reset = jnp.zeros((1, self.carry_size)), jnp.zeros((1,), bool)
 
         def agents(key):
