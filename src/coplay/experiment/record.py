@@ -55,7 +55,7 @@ from coplay.offline.dataset import (
     save,
     writing,
 )
-from coplay.wrappers.agent_id import agent_id_shape, with_agent_id
+from coplay.wrappers.agent_id import agent_id_shape, agent_id_view
 
 
 def _policy_actor(trainer: Any, params: Any, env: Env) -> Actor:
@@ -67,7 +67,7 @@ def _policy_actor(trainer: Any, params: Any, env: Env) -> Actor:
     if theirs == ours:
         view = lambda obs: obs                 # noqa: E731
     elif theirs == agent_id_shape(ours, n):
-        view = lambda obs: with_agent_id(obs, len(ours))   # noqa: E731
+        view = lambda obs: agent_id_view(obs, ours)   # noqa: E731
     else:
         raise ConfigError(f"the run's policy sees observations of shape {theirs}, the environment's are {ours}: "
                           "coplay record plays policies that see the environment's observation (with agent ids or "

@@ -30,23 +30,33 @@ class AgentID(TimeStepWrapper):
         space = env.spec.obs_space
         if not isinstance(space, Box) or not space.shape:
             raise ConfigError(f"AgentID needs Box observations of at least one axis, {env.spec.name!r} has {space}")
-        n = env.spec.num_agents
-        self.in_ndim = len(space.shape)
-        self.flatten = self.in_ndim not in (1, 3)
-        shape = (int(np.prod(space.shape)),) if self.flatten else tuple(space.shape)
-        self.obs_ndim = len(shape)
+        self.obs_shape = tuple(space.shape)
         self.spec = dataclasses.replace(
-            env.spec, obs_space=Box(min(space.low, 0.0), max(space.high, 1.0), agent_id_shape(shape, n))
+            env.spec, obs_space=Box(min(space.low, 0.0), max(space.high, 1.0),
+                                    agent_id_shape(self.obs_shape, env.spec.num_agents))
         )
 
     def _view(self, state: State, ts: TimeStep) -> TimeStep:
-        obs = ts.obs.reshape(*ts.obs.shape[:ts.obs.ndim - self.in_ndim], -1) if self.flatten else ts.obs
-        return ts.replace(obs=with_agent_id(obs, self.obs_ndim))  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
+        return ts.replace(obs=agent_id_view(ts.obs, self.obs_shape))  # type: ignore[attr-defined]  # flax struct.dataclass adds replace
+
+
+def _id_layout(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape an observation of `shape` is given its id in: itself when flat or an image, else flattened."""
+    return tuple(shape) if len(shape) in (1, 3) else (int(np.prod(shape)),)
 
 
 def agent_id_shape(shape: tuple[int, ...], num_agents: int) -> tuple[int, ...]:
-    """One agent's observation shape once `with_agent_id` has appended its id: the last axis grows by N."""
-    return (*shape[:-1], shape[-1] + num_agents)
+    """One agent's observation shape (`shape`, the environment's) as `AgentID` shows it."""
+    layout = _id_layout(shape)
+    return (*layout[:-1], layout[-1] + num_agents)
+
+
+def agent_id_view(obs: Any, obs_shape: tuple[int, ...]) -> Any:
+    """Observations `[..., N, *obs_shape]` as `AgentID` shows them: flattened first unless flat or
+    an image, then each agent's id appended (`with_agent_id`); numpy in, numpy out."""
+    layout = _id_layout(obs_shape)
+    obs = obs.reshape(*obs.shape[:obs.ndim - len(obs_shape)], *layout)
+    return with_agent_id(obs, len(layout))
 
 
 def with_agent_id(obs: Any, obs_ndim: int = 1) -> Any:

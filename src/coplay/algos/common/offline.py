@@ -39,7 +39,7 @@ from coplay.core.config import param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.offline.dataset import Dataset, dataset_stats, load
-from coplay.wrappers.agent_id import with_agent_id
+from coplay.wrappers.agent_id import agent_id_view
 
 
 def alpha_param(default: float = 1.0) -> Any:
@@ -128,7 +128,7 @@ class Windows:
         legals = np.asarray(e["infos"]["legals"][0], bool)
         active = np.asarray(e["infos"]["active"][0], bool) if "active" in e["infos"] else np.ones((steps, n), bool)
         arrays = {
-            "obs": with_agent_id(obs, obs.ndim - 2) if agent_id else obs,
+            "obs": agent_id_view(obs, obs.shape[2:]) if agent_id else obs,      # as `AgentID` shows them
             "action": np.asarray(e["actions"][0], np.int32),
             "reward": np.asarray(e["rewards"][0], np.float32) * np.float32(reward_scale),
             "done": end,
