@@ -296,6 +296,7 @@ class JaxMARLState:
     env: Any             # the library's state
     t: jax.Array         # [] int32 steps played in this episode
     over: jax.Array      # [] bool the episode has ended
+    mask: jax.Array      # [N, A] bool the legal actions of `env`, as the last time step showed them
 
 
 class JaxMARLEnv(Env):
@@ -525,11 +526,12 @@ class JaxMARLEnv(Env):
         """The first state and time step, with no info (whose keys come from a step)."""
         obs, lib_state = self.lib.reset(key)
         views = self._stack_obs(obs)
-        state = JaxMARLState(env=lib_state, t=jnp.zeros((), jnp.int32), over=jnp.zeros((), bool))
+        mask = self._mask(lib_state)
+        state = JaxMARLState(env=lib_state, t=jnp.zeros((), jnp.int32), over=jnp.zeros((), bool), mask=mask)
         no = jnp.zeros((), bool)
         ts = TimeStep(
             obs=views, reward=jnp.zeros(self.n, jnp.float32), done=no, truncated=no,
-            active=self._active(lib_state, None, no), action_mask=self._mask(lib_state),
+            active=self._active(lib_state, None, no), action_mask=mask,
             global_state=self._global_state(obs, views), info={},
         )
         return state, ts
@@ -561,7 +563,7 @@ class JaxMARLEnv(Env):
         if self.env_id in INNER_GAMES:
             # the episode's last step: the library would restart its inner game in this call
             lib_state = lib_state.replace(step=jnp.where(last, -1, lib_state.step).astype(lib_state.step.dtype))
-        acts, invalid = self._actions(actions, self._mask(state.env))
+        acts, invalid = self._actions(actions, state.mask)      # the mask the agents were shown
         obs, new_lib, rewards, dones, info = self.lib.step_env(key, lib_state, acts)
         if self.env_id in INNER_GAMES:
             steps = jnp.where(last, self.lib.num_inner_steps, new_lib.step).astype(new_lib.step.dtype)
@@ -573,10 +575,11 @@ class JaxMARLEnv(Env):
         terminated = self._terminated(new_lib, lib_done, reward)
         views = self._stack_obs(obs)
         over = state.over | done
-        new_state = JaxMARLState(env=new_lib, t=state.t + 1, over=over)
+        mask = self._mask(new_lib)
+        new_state = JaxMARLState(env=new_lib, t=state.t + 1, over=over, mask=mask)
         ts = TimeStep(
             obs=views, reward=reward, done=done, truncated=done & ~terminated,
-            active=self._active(new_lib, dones, over), action_mask=self._mask(new_lib),
+            active=self._active(new_lib, dones, over), action_mask=mask,
             global_state=self._global_state(obs, views),
             info=self._info(info, reward, new_lib, done, invalid & ~state.over),
         )
