@@ -19,4 +19,15 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
         ) from e
 
 
-__all__ = ["MissingExtraError", "require"]
+def require_release(dist: str, version: str, supported: tuple[int, int], supported_text: str, feature: str,
+                    extra: str) -> None:
+    """Refuse a release of `dist` other than the `supported` (major, minor) that `feature` was
+    written for, naming the releases it takes and how to install them."""
+    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    if parts != supported:
+        raise MissingExtraError(
+            f"{dist} {version} is installed; {feature} is written for {dist} {supported_text}: "
+            f"pip install '{dist}{supported_text}' (or pip install coplay[{extra}])")
+
+
+__all__ = ["MissingExtraError", "require", "require_release"]

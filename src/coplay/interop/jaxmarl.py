@@ -90,7 +90,7 @@ from coplay.core.errors import ConfigError, MissingExtraError, unknown_name
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, Discrete
 from coplay.core.types import EnvSpec, TimeStep
-from coplay.interop.extras import require
+from coplay.interop.extras import require, require_release
 
 SUPPORTED = (0, 2)          # jaxmarl 0.2.x
 SUPPORTED_TEXT = ">=0.2,<0.3"
@@ -181,11 +181,7 @@ def _quiet(*args: Any, **kwargs: Any) -> None:
 
 def check_version(version: str) -> None:
     """Refuse a JaxMARL release the adapter was not written for."""
-    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    if parts != SUPPORTED:
-        raise MissingExtraError(
-            f"jaxmarl {version} is installed; coplay's jaxmarl:<name> adapter is written for jaxmarl "
-            f"{SUPPORTED_TEXT}: pip install 'jaxmarl{SUPPORTED_TEXT}' (or pip install coplay[jaxmarl])")
+    require_release("jaxmarl", version, SUPPORTED, SUPPORTED_TEXT, "coplay's jaxmarl:<name> adapter", "jaxmarl")
 
 
 def jaxmarl_envs() -> list[str]:

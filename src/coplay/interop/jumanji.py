@@ -125,11 +125,11 @@ from flax import struct
 
 from coplay.core.config import coerce_value
 from coplay.core.env import Env
-from coplay.core.errors import ConfigError, MissingExtraError, did_you_mean, unknown_name
+from coplay.core.errors import ConfigError, did_you_mean, unknown_name
 from coplay.core.registry import ENVS
 from coplay.core.spaces import Box, Discrete, Space
 from coplay.core.types import EnvSpec, TimeStep
-from coplay.interop.extras import require
+from coplay.interop.extras import require, require_release
 
 SUPPORTED = (1, 1)          # jumanji 1.1.x
 SUPPORTED_TEXT = ">=1.1,<1.2"
@@ -178,11 +178,7 @@ def _installed_version() -> str:
 
 def check_version(version: str) -> None:
     """Refuse a Jumanji release the adapter was not written for."""
-    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    if parts != SUPPORTED:
-        raise MissingExtraError(
-            f"jumanji {version} is installed; coplay's jumanji:<name> adapter is written for jumanji "
-            f"{SUPPORTED_TEXT}: pip install 'jumanji{SUPPORTED_TEXT}' (or pip install coplay[jumanji])")
+    require_release("jumanji", version, SUPPORTED, SUPPORTED_TEXT, "coplay's jumanji:<name> adapter", "jumanji")
 
 
 def _import():
