@@ -33,9 +33,12 @@ PAGE = ROOT / "BENCHMARKS.md"
 ORDER: list[tuple[str, str | None]] = [
     # beside other libraries, the largest and most-asked first
     ("env_throughput", None),
+    ("adapter_overhead", None),
     ("host_envs", None),
     ("train_throughput", None),
     ("q_throughput", None),
+    ("jaxmarl_tables", None),
+    ("rware_mava", None),
     ("mo_front", None),
     ("beach_native", None),
     ("cfr", None),
@@ -45,6 +48,7 @@ ORDER: list[tuple[str, str | None]] = [
     ("ceiling", None),
     ("compile_levels", None),
     # learning results
+    ("fidelity_curves", None),
     ("momaland_envs", None),
     ("offline_matrix", None),
     ("offline_table", None),
