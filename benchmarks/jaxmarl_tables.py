@@ -542,7 +542,7 @@ def run_row(name: str, base: Path, args) -> dict:
                   f"{r['train_s']:.1f} s; " + ", ".join(f"{k} {r[k]:.3f}" for k in
                                                         ("training_win", "training_return", "final_win",
                                                          "final_return") if k in r), flush=True)
-    out = {"row": name, "budget": args.budget, "seeds": args.seeds,
+    out = {"row": name, "budget": args.budget, "seeds": args.seeds, "eval_episodes": args.eval_episodes,
            "algo": row.algo, "env": row.env, "where": row.where, "kind": row.kind,
            "measure": row.measure, "script": row.script, "configs": list(row.configs),
            "script_blob": git_blob(base / row.script), "config_blobs": [git_blob(base / f) for f in row.configs],
@@ -577,25 +577,35 @@ def main() -> None:
         ap.error(f"--rows: any of {', '.join(ROWS)}")
     base = baselines_dir(args.jaxmarl)
     stand_ins = jaxmarl_imports(None)        # the installed jaxmarl; brax and wandb stood in for where absent
-    done = []
+    done: list[dict] = []
+    results = {**stamp(), "jaxmarl_version": version("jaxmarl"), "stand_ins": stand_ins,
+               "eval_episodes": args.eval_episodes, "rows": done}
     for name in rows:
         if ROWS[name].torso == "cnn" and not has_torso_field(ROWS[name].algo):
             print(f"[{name}] skipped: coplay's {ROWS[name].algo} has no algo.torso field", flush=True)
             continue
         done.append(run_row(name, base, args))
-    results = {**stamp(), "jaxmarl_version": version("jaxmarl"), "stand_ins": stand_ins, "budget": args.budget,
-               "seeds": args.seeds, "eval_episodes": args.eval_episodes, "rows": done}
+        results = {**stamp(), "jaxmarl_version": version("jaxmarl"), "stand_ins": stand_ins,
+                   "eval_episodes": args.eval_episodes, "rows": done}
+        if not args.no_write:        # after every row: a row finished is not lost to a later one's failure
+            write_results("jaxmarl_tables", merged(results))
     if args.no_write:
         print(section(results))
         return
-    path = RESULTS_DIR / RESULTS
-    if path.exists():       # rows of an earlier run, not run now, are kept (each row states its budget and seeds)
-        old = json.loads(path.read_text())
-        ran = {r["row"] for r in done}
-        results["rows"] = [r for r in old["rows"] if r["row"] not in ran and "budget" in r] + done
-        results["rows"].sort(key=lambda r: list(ROWS).index(r["row"]) if r["row"] in ROWS else len(ROWS))
-    write_results("jaxmarl_tables", results)
     regenerate_page()
+
+
+def merged(results: dict) -> dict:
+    """`results` with the rows of the results file that were not run now (each row states its budget, seeds
+    and evaluation episodes)."""
+    path = RESULTS_DIR / RESULTS
+    if not path.exists():
+        return results
+    old = json.loads(path.read_text())
+    ran = {r["row"] for r in results["rows"]}
+    rows = [r for r in old["rows"] if r["row"] not in ran and "budget" in r] + results["rows"]
+    rows.sort(key=lambda r: list(ROWS).index(r["row"]) if r["row"] in ROWS else len(ROWS))
+    return {**results, "rows": rows}
 
 
 # ----- the page ----------------------------------------------------------------------------------------------
@@ -637,8 +647,9 @@ def section(data: dict) -> str:
              f"episodes of the last {LAST:.0%} of updates (JaxMARL's logged `win_rate`, coplay's training `win`), "
              "and coplay's final policy evaluated (sampled); SMAX QMIX: each final greedy policy evaluated by its "
              "own library; Overcooked: the per-agent training return of the last updates (the delivery reward; "
-             f"JaxMARL's shaping is not counted) and coplay's final policy. Evaluations: {data['eval_episodes']} "
-             "episodes.", ""]
+             "JaxMARL's shaping is not counted) and coplay's final policy. Evaluations: "
+             + ", ".join(sorted({f"{r.get('eval_episodes', data.get('eval_episodes'))} episodes" for r in rows}))
+             + ".", ""]
     body = []
     for r in rows:
         c, j = r["runs"]["coplay"], r["runs"]["jaxmarl"]
