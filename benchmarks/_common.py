@@ -306,6 +306,18 @@ def _load_script(d: Path):
 # ----- Markdown ------------------------------------------------------------------------------------------------
 
 
+def eval_returns(run_dir: Path) -> dict[int, list[float]]:
+    """A training run's evaluations from its metrics.csv: {env steps: [each seed's `eval/return`]}."""
+    import csv
+
+    by_step: dict[int, dict[int, float]] = {}
+    with open(Path(run_dir) / "metrics.csv") as f:
+        for row in csv.DictReader(f):
+            if row.get("eval/return") not in (None, ""):
+                by_step.setdefault(int(row["env_steps"]), {})[int(row["seed"])] = float(row["eval/return"])
+    return {step: [seeds[s] for s in sorted(seeds)] for step, seeds in sorted(by_step.items())}
+
+
 def table(header: list[str], rows: list[list], align: str | None = None) -> list[str]:
     """A Markdown table's lines."""
     out = ["| " + " | ".join(header) + " |", align or "|" + "---|" * len(header)]

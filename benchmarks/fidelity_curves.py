@@ -19,14 +19,13 @@ overlap. Writes benchmarks/results/fidelity_curves.json, then BENCHMARKS.md (ben
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import regenerate_page, stamp, table, version, write_results  # noqa: E402
+from _common import eval_returns, regenerate_page, stamp, table, version, write_results  # noqa: E402
 
 RESULTS = "fidelity_curves.json"
 COMMAND = "python benchmarks/fidelity_curves.py"
@@ -55,14 +54,8 @@ def curve(overrides: list[str], steps: int, seeds: int, points: int, episodes: i
     result = coplay.train([*ALGO, *overrides, f"total_steps={steps}", f"chunk_steps={steps // points}",
                            f"seeds={seeds}", f"eval_episodes={episodes}", f"out_dir={out}"])
     seconds = time.perf_counter() - t0
-    by_step: dict[int, dict[int, float]] = {}
-    with open(Path(result.run_dir) / "metrics.csv") as f:
-        for row in csv.DictReader(f):
-            if row.get("eval/return") not in (None, ""):
-                by_step.setdefault(int(row["env_steps"]), {})[int(row["seed"])] = float(row["eval/return"])
-    steps_at = sorted(by_step)
-    return {"steps": steps_at, "returns": [[by_step[s][k] for k in sorted(by_step[s])] for s in steps_at],
-            "seconds": seconds}
+    evals = eval_returns(result.run_dir)
+    return {"steps": list(evals), "returns": list(evals.values()), "seconds": seconds}
 
 
 def compare(ours: dict, theirs: dict) -> list[dict]:

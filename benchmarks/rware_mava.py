@@ -26,14 +26,13 @@ then BENCHMARKS.md (benchmarks/page.py)."""
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import regenerate_page, stamp, table, version, write_results  # noqa: E402
+from _common import eval_returns, regenerate_page, stamp, table, version, write_results  # noqa: E402
 
 RESULTS = "rware_mava.json"
 COMMAND = "python benchmarks/rware_mava.py"
@@ -74,14 +73,8 @@ def main() -> None:
                            f"seeds={args.seeds}", f"eval_episodes={args.episodes}", "progress=false",
                            "logger=csv", f"out_dir={out}"])
     seconds = time.perf_counter() - t0
-    by_step: dict[int, dict[int, float]] = {}
-    with open(Path(result.run_dir) / "metrics.csv") as f:
-        for row in csv.DictReader(f):
-            if row.get("eval/return") not in (None, ""):
-                by_step.setdefault(int(row["env_steps"]), {})[int(row["seed"])] = float(row["eval/return"])
     points = []
-    for step in sorted(by_step):
-        values = [by_step[step][s] for s in sorted(by_step[step])]
+    for step, values in eval_returns(result.run_dir).items():
         e = summarize(values)
         points.append({"env_steps": step, "per_seed": values, "iqm": [e.value, e.low, e.high]})
         print(f"{step:>11,}  return {e.value:.2f} [{e.low:.2f}, {e.high:.2f}]  per seed "
