@@ -318,6 +318,20 @@ def eval_returns(run_dir: Path) -> dict[int, list[float]]:
     return {step: [seeds[s] for s in sorted(seeds)] for step, seeds in sorted(by_step.items())}
 
 
+class WandbRecorder:
+    """Stands in for `wandb` in JaxMARL's baseline scripts: keeps what they log (nested dicts
+    left out), with arrival times."""
+
+    def __init__(self):
+        self.logged: list[tuple[float, dict]] = []
+
+    def log(self, metric: dict) -> None:
+        import numpy as np
+
+        self.logged.append((time.perf_counter(), {k: np.asarray(v) for k, v in metric.items()
+                                                  if not isinstance(v, dict)}))
+
+
 def table(header: list[str], rows: list[list], align: str | None = None) -> list[str]:
     """A Markdown table's lines."""
     out = ["| " + " | ".join(header) + " |", align or "|" + "---|" * len(header)]

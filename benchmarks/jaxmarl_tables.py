@@ -69,6 +69,7 @@ from _common import (  # noqa: E402
     RESULTS as RESULTS_DIR,
 )
 from _common import (
+    WandbRecorder,
     fmt_ratio,
     git_blob,
     jaxmarl_imports,
@@ -332,19 +333,6 @@ def load_script(base: Path, script: str):
     return _MODULES[script]
 
 
-class _Recorder:
-    """Stands in for `wandb` in JaxMARL's scripts: keeps what they log, with arrival times."""
-
-    def __init__(self):
-        self.logged: list[tuple[float, dict]] = []
-
-    def log(self, metric: dict) -> None:
-        import numpy as np
-
-        self.logged.append((time.perf_counter(), {k: np.asarray(v) for k, v in metric.items()
-                                                  if not isinstance(v, dict)}))
-
-
 OVERCOOKED_SHIM = ("the Overcooked scripts call `env.action_space()` with no agent, which jaxmarl 0.2's Overcooked "
                    "refuses (its `action_space(agent)` takes one): the script's environment is given `agent_0` by "
                    "default (both agents have the same 6 actions); nothing else of it is changed")
@@ -384,7 +372,7 @@ def jaxmarl_run(base: Path, row: Row, budget: int, seed: int, episodes: int) -> 
     mod = load_script(base, row.script)
     config = read_config(base, row, budget, seed)
     out: dict = {"library": "jaxmarl", "seed": seed}
-    recorder, saved = _Recorder(), getattr(mod, "wandb", None)
+    recorder, saved = WandbRecorder(), getattr(mod, "wandb", None)
     mod.wandb = recorder
     try:
         t0 = time.perf_counter()

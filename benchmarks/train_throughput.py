@@ -71,6 +71,7 @@ from _common import (  # noqa: E402  (machine and timed_run: other scripts once 
     RESULTS as RESULTS_DIR,
 )
 from _common import (
+    WandbRecorder,
     _load_script,
     fmt_ratio,
     git_blob,
@@ -170,16 +171,6 @@ def coplay_hparams_for_jaxmarl() -> dict:
     return {j: getattr(c, f) for j, f in HPARAMS.items()}
 
 
-class _Recorder:
-    """Stands in for `wandb` in JaxMARL's script: keeps what it logs, with arrival times."""
-
-    def __init__(self):
-        self.logged: list[tuple[float, dict]] = []
-
-    def log(self, metric: dict) -> None:
-        self.logged.append((time.perf_counter(), {k: np.asarray(v) for k, v in metric.items()}))
-
-
 def jaxmarl_row(row: str, d: Path, budget: int, seed: int, eval_episodes: int) -> dict:
     """Train JaxMARL's ippo_ff_mpe for `budget` steps, one seed, timed like coplay's rows;
     then evaluate its final policy with its own network on its own environment."""
@@ -193,7 +184,7 @@ def jaxmarl_row(row: str, d: Path, budget: int, seed: int, eval_episodes: int) -
         assert row == "jaxmarl-own", row
     config.update(TOTAL_TIMESTEPS=budget, NUM_SEEDS=1, SEED=seed, WANDB_MODE="disabled")
     hparams = {k: config[k] for k in MAPPED}
-    recorder, saved = _Recorder(), mod.wandb
+    recorder, saved = WandbRecorder(), mod.wandb
     mod.wandb = recorder
     try:
         t0 = time.perf_counter()
@@ -825,7 +816,7 @@ def run_profile(args, d: Path | None, jm_config: dict | None) -> dict:
         mod = _load_script(d)
         config = jaxmarl_config(d)
         config.update(TOTAL_TIMESTEPS=k * config["NUM_STEPS"] * config["NUM_ENVS"], NUM_SEEDS=1)
-        saved, mod.wandb = mod.wandb, _Recorder()
+        saved, mod.wandb = mod.wandb, WandbRecorder()
         try:
             lowered = jax.jit(jax.vmap(mod.make_train(config))).lower(jax.random.split(jax.random.PRNGKey(0), 1))
             jm = hlo_report(lowered.compile().as_text())
