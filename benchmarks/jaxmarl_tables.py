@@ -200,10 +200,10 @@ def mapping(name: str, row: Row, config: dict, has_torso: bool, files: dict) -> 
             put("(in the script's code)", field, value)
         if has_torso:
             put("(the script's network)", "torso", row.torso)
-        unmapped.append(f"REW_SHAPING_HORIZON={config['REW_SHAPING_HORIZON']:g}: JaxMARL adds Overcooked's shaped "
-                        "reward to the delivery reward, its weight annealed linearly from 1 to 0 over that many "
-                        "steps; coplay trains on the delivery reward alone (the adapter reports the shaped reward "
-                        "in info, unused)")
+        put("(in the script's code: info['shaped_reward'])", "shaped_reward", "shaped_reward",
+            "added to the delivery reward the policy learns from, on both sides")
+        put("REW_SHAPING_HORIZON", "shaping_steps", int(config["REW_SHAPING_HORIZON"]),
+            "the shaped reward's weight falls linearly from 1 to 0 over these steps per seed")
         unmapped.append("one network and optimiser for actor and critic in JaxMARL (one gradient-norm clip over "
                         "both" + ("; one CNN shared by both heads" if row.torso == "cnn" else "")
                         + "); coplay clips and steps actor and critic apart, each with its own torso")

@@ -88,3 +88,42 @@ def test_continuous_ppo_trains_and_acts_in_bounds(tmp_path):
     action, _ = policy.act(params, ts.obs, ts.action_mask, jax.random.PRNGKey(1), policy.initial_carry((8,)), ts.done)
     assert action.shape == (8, 3, 5) and action.dtype == np.float32
     assert np.all(np.isfinite(np.asarray(action)))
+
+
+class _BonusForAction0(coplay.core.env.Wrapper):
+    """The matrix game with its reward replaced by zero and `info["bonus"]` = 1 for each agent that
+    played action 0: what a policy learns here it learns from the shaped reward alone."""
+
+    def _reset(self, key):
+        state, ts = self.env.reset(key)
+        return state, ts.replace(info={**ts.info, "bonus": jax.numpy.zeros(2)})
+
+    def _step(self, state, actions, key):
+        state, ts = self.env.step(state, actions, key)
+        return state, ts.replace(reward=0 * ts.reward, info={**ts.info, "bonus": (actions == 0).astype("float32")})
+
+
+@pytest.mark.parametrize("shaping_steps, learns", [(0, True), (80, False)])
+def test_ppo_learns_from_the_shaped_reward_while_its_weight_lasts(shaping_steps, learns):
+    from coplay.algos import ippo
+    from coplay.core.errors import ConfigError
+
+    env = _BonusForAction0(coplay.make("matrix"))
+    config = ippo.Config(num_envs=16, rollout_len=5, lr=1e-2, shaped_reward="bonus", shaping_steps=shaping_steps)
+    trainer = ippo.IPPO(config, env, num_updates=40)
+    # 80 steps is one update of 16 x 5: the weight is 1 in the first update, 0 from the second on
+    assert float(trainer.shaping_weight(jax.numpy.int32(0))) == 1.0
+    assert float(trainer.shaping_weight(jax.numpy.int32(1))) == (1.0 if shaping_steps == 0 else 0.0)
+    state = trainer.init(jax.random.PRNGKey(0))
+    update = jax.jit(trainer.update)
+    for _ in range(40):
+        state, metrics = update(state)
+    # the reported return is the environment's (zero) reward, not the shaped one, which is reported apart
+    assert float(metrics["return"]) == 0.0 and float(metrics["episodes"]) == 16
+    assert (float(metrics["bonus"]) > 0.9 * 25) == learns, metrics["bonus"]
+    no_carry, no_reset = jax.numpy.zeros((1, 0)), jax.numpy.zeros(1, bool)
+    logits = trainer.actor.apply(trainer.policy_params(state), no_carry, state.ts.obs[0], no_reset)[1]
+    p0 = jax.nn.softmax(logits)[..., 0]
+    assert bool(np.all(p0 > 0.9)) == learns, p0
+    with pytest.raises(ConfigError, match="'bonu'.*its entries: bonus, optimal"):
+        ippo.IPPO(ippo.Config(shaped_reward="bonu"), env, num_updates=1)

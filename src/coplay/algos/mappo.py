@@ -52,6 +52,11 @@ class Config(ppo.PPOConfig):
     recurrent: bool = param(False, "GRU actor and critic over the observation history")
     share_params: bool = param(True, "one network for all agents (else one per agent)")
     agent_id: bool = param(True, "append a one-hot agent id to observations when sharing parameters")
+    shaped_reward: str = param("", "an info entry ([N] per step) added to the reward the policy learns from, "
+                               "weighted 1 at first and annealed by algo.shaping_steps (Overcooked's "
+                               "shaped_reward); returns and metrics stay the environment's reward")
+    shaping_steps: int = param(0, "env steps per seed over which the shaped reward's weight falls linearly "
+                               "from 1 to 0 (0: weight 1 throughout)", min=0)
 
 
 @struct.dataclass
@@ -89,6 +94,8 @@ class MAPPO(Trainer[Config]):
                               c.recurrent, torso=self.torso)
         self.critic = AgentNet(0, c.hidden_size, c.num_layers, c.activation, c.recurrent, torso=self.critic_torso())
         self.carry_size = c.hidden_size if c.recurrent else 0
+        if c.shaped_reward:
+            self._check_shaped_reward(c.shaped_reward)
         # Actor and critic are clipped and stepped apart: with one global clip, the
         # critic's large early gradients (returns of tens) would shrink the policy's step.
         self.optimizer = optax.multi_transform(
@@ -99,6 +106,28 @@ class MAPPO(Trainer[Config]):
         """The environment as the trainer steps it: agent ids (when one network serves every
         agent), episode statistics, and auto-reset."""
         return acting_env(env, self.config.share_params and self.config.agent_id)
+
+    def _check_shaped_reward(self, key: str) -> None:
+        """Refuse, before anything compiles, an `algo.shaped_reward` the environment's info lacks
+        or whose entries are not one number per agent."""
+        info = jax.eval_shape(self.env.reset, jax.random.PRNGKey(0))[1].info
+        own = sorted(k for k in info if not k.startswith("episode/"))
+        if key not in own:
+            raise ConfigError(f"algo.shaped_reward={key!r} is not an info entry of {self.env.spec.name}; "
+                              f"its entries: {', '.join(own) or '(none)'}")
+        if tuple(info[key].shape) != (self.num_agents,):
+            raise ConfigError(f"algo.shaped_reward={key!r} has shape {tuple(info[key].shape)}; a shaped reward "
+                              f"is one number per agent, shape ({self.num_agents},)")
+
+    def shaping_weight(self, updates: jax.Array) -> jax.Array:
+        """The shaped reward's weight in the update after `updates` updates: 1 - steps / shaping_steps,
+        at least 0, where steps are the env steps per seed before the update's rollout (as
+        JaxMARL's Overcooked baselines anneal REW_SHAPING_HORIZON)."""
+        c = self.config
+        if not c.shaping_steps:
+            return jnp.ones(())
+        steps = updates.astype(jnp.float32) * c.steps_per_update
+        return jnp.clip(1.0 - steps / c.shaping_steps, 0.0, 1.0)
 
     # ----- inputs -------------------------------------------------------------------------
     def critic_torso(self) -> str:
@@ -199,7 +228,8 @@ class MAPPO(Trainer[Config]):
               ) -> tuple[TrainState, dict[str, jax.Array]]:
         """`update`, with the rewards the advantages are computed from given by
         `scalar_reward(traj)`, `[T, E, N]` from the rollout (the weight sweep,
-        `coplay.algos.mo_ppo`, passes the utility of a vector reward under one weight)."""
+        `coplay.algos.mo_ppo`, passes the utility of a vector reward under one weight), plus
+        the annealed `algo.shaped_reward` where one is named."""
         c = self.config
         key, k_roll, k_epochs = jax.random.split(state.key, 3)
         carry0 = state.carry
@@ -208,7 +238,10 @@ class MAPPO(Trainer[Config]):
                                                c.rollout_len)
         _, last_value = apply_agents(self.critic, state.params["critic"], carry[1], self.critic_input(ts),
                                      ts.done, c.share_params)
-        adv, target = self.advantages(traj, scalar_reward(traj), last_value)
+        reward = scalar_reward(traj)
+        if c.shaped_reward:
+            reward = reward + self.shaping_weight(state.updates) * traj.info[c.shaped_reward]
+        adv, target = self.advantages(traj, reward, last_value)
         batch = self._batch(traj, adv, target)
         split: ppo.SplitFn
         if c.recurrent:  # minibatches of whole environment sequences, each with its starting carries

@@ -39,6 +39,7 @@ from coplay.algos.common.advantages import gae
 from coplay.algos.common.conditioned import CONDITIONED_RETURN, Conditioning, concentration_param, weights_param
 from coplay.algos.common.rollout import Transition
 from coplay.core.env import Env
+from coplay.core.errors import ConfigError
 from coplay.core.policy import Evaluator, Policy
 from coplay.nets.agent import AgentNet
 from coplay.wrappers import Preference
@@ -62,6 +63,9 @@ class PCMAPPO(mo_ppo.Lane):
     config: Config
 
     def __init__(self, config: Config, env: Env, num_updates: int):
+        if config.shaped_reward:
+            raise ConfigError(f"algo.shaped_reward={config.shaped_reward!r}: pc_mappo learns from a vector reward, "
+                              "to which a scalar shaped reward cannot be added; mappo, ippo and mo_ppo take one")
         self.conditioning = Conditioning(self.name, self.capabilities, env, config)
         self.num_objectives = self.conditioning.num_objectives
         super().__init__(config, self.conditioning.env, num_updates)
