@@ -621,23 +621,33 @@ def _median(xs: list[float]) -> float:
     return statistics.median(xs)
 
 
+def _episodes(rows: list[dict], default) -> str:
+    """How many episodes each final policy was evaluated on: one number, or each with its rows."""
+    by: dict = {}
+    for r in rows:
+        by.setdefault(r.get("eval_episodes", default), []).append(f"`{r['row']}`")
+    if len(by) == 1:
+        return f"{next(iter(by))} episodes per policy"
+    return "; ".join(f"{n} episodes per policy ({', '.join(names)})" for n, names in sorted(by.items()))
+
+
 def section(data: dict) -> str:
     rows = data["rows"]
     lines = [f"## {TITLE}", "",
              f"`{COMMAND} --rows ROW --budget B --seeds S` on {data['machine']}; JaxMARL "
              f"{data.get('jaxmarl_version') or '?'} (the installed package, for both sides), its baseline scripts "
              "from a checkout, each driven as its own `main` does. Each row trains the env steps per seed of its "
-             "column on both sides (JaxMARL's configs ask 5e6 to 1e7; what 2 cores afford is far less; the steps "
-             "run are whole updates), each seed coplay then JaxMARL. Env-steps/s: steady state, "
+             "column on both sides (JaxMARL's configs ask 5e6 to 1e7; a row runs its config's budget where 2 cores "
+             "afford it, less where not; the steps run are whole updates), each seed coplay then JaxMARL. "
+             "Env-steps/s: steady state, "
              "compile apart (coplay's run compiled as a long run is, whatever the budget), median over seeds; "
              "coplay / JaxMARL: the median of the per-seed ratios (range in brackets). Results: IQM over seeds "
              "with a 95% bootstrap CI. SMAX PPO: the win rate of the training "
              f"episodes of the last {LAST:.0%} of updates (JaxMARL's logged `win_rate`, coplay's training `win`), "
              "and coplay's final policy evaluated (sampled); SMAX QMIX: each final greedy policy evaluated by its "
              "own library; Overcooked: the per-agent training return of the last updates (the delivery reward; "
-             "JaxMARL's shaping is not counted) and coplay's final policy. Evaluations: "
-             + ", ".join(sorted({f"{r.get('eval_episodes', data.get('eval_episodes'))} episodes" for r in rows}))
-             + ".", ""]
+             "the shaped reward both sides learn from is not counted) and coplay's final policy. Evaluations: "
+             + _episodes(rows, data.get("eval_episodes")) + ".", ""]
     body = []
     for r in rows:
         c, j = r["runs"]["coplay"], r["runs"]["jaxmarl"]
