@@ -123,6 +123,8 @@ def test_nothing_is_learned_before_learning_starts():
     for _ in range(2):  # 16 steps < 24: learning waits
         new, metrics = update(state)
         assert float(metrics["learning"]) == 0.0
+        losses = [k for k in metrics if k.startswith("loss/")]
+        assert losses and all(np.isnan(float(metrics[k])) for k in losses)   # no step taken, no loss reported
         for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(new.params)):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
         state = new

@@ -307,11 +307,14 @@ def nanmean(v: np.ndarray) -> np.ndarray:
 
 
 def check_finite(metrics: dict, chunk: int, engine: Engine, run_dir: Path) -> None:
-    """Stop the run where a loss or the gradient norm became NaN or infinite, saying where."""
+    """Stop the run where a loss or the gradient norm became NaN or infinite, saying where. A
+    learner that reports `learning` (the Q family, 0 while its replay buffer fills) has no
+    loss in the updates that took no gradient step: their NaN is not a failure."""
     watched = sorted(k for k in metrics if k.startswith("loss/")) + [k for k in metrics if k == "grad_norm"]
+    learned = np.asarray(metrics["learning"]) > 0 if "learning" in metrics else True
     for name in watched:
         values = np.asarray(metrics[name])
-        bad = ~np.isfinite(values)
+        bad = ~np.isfinite(values) & learned
         if bad.any():
             seed, update = map(int, np.argwhere(bad)[0])
             at = chunk * engine.updates_per_chunk + update

@@ -285,7 +285,10 @@ class QLoop(Trainer[Any]):
               sample: Callable[[jax.Array], dict], keys: jax.Array, ready: jax.Array | bool = True):
         """One gradient step on `loss` per key, each on a window `sample(key)`, with the
         target network moved every `target_interval` steps. While not `ready` (a replay
-        buffer short of `learning_starts`) each step is computed and discarded.
+        buffer short of `learning_starts`) no step is taken and the statistics are NaN
+        (the `learning` metric says which updates learned). `ready` decides a `lax.cond`:
+        a run of one seed skips the steps; under `vmap` over seeds both branches are
+        computed and each seed keeps its own.
         Returns ((params, target_params, opt_state, count), statistics [steps])."""
 
         def grad_step(carry, k):
@@ -295,12 +298,22 @@ class QLoop(Trainer[Any]):
             updates, new_opt_state = self.optimizer.update(grads, opt_state, params)
             new_params = optax.apply_updates(params, updates)
             new_target = self.next_target(new_params, target_params, count + 1)
-            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(ready, a, b), new, old)  # noqa: E731
-            carry = (keep(new_params, params), keep(new_target, target_params), keep(new_opt_state, opt_state),
-                     jnp.where(ready, count + 1, count))
+            carry = (new_params, new_target, new_opt_state, count + 1)
             return carry, {self.loss_name: loss, "grad_norm": optax.tree.norm(grads), **stats}
 
-        return jax.lax.scan(grad_step, (params, target_params, opt_state, count), keys)
+        def steps(carry):
+            return jax.lax.scan(grad_step, carry, keys)
+
+        carry = (params, target_params, opt_state, count)
+        if ready is True:
+            return steps(carry)
+        shapes = jax.eval_shape(steps, carry)[1]
+
+        def skip(carry):
+            return carry, jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan if jnp.issubdtype(s.dtype, jnp.floating)
+                                                          else 0, s.dtype), shapes)
+
+        return jax.lax.cond(ready, steps, skip, carry)
 
     def init(self, key: jax.Array) -> Any:
         return self.source.init(self, key)
