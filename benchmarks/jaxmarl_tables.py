@@ -232,9 +232,8 @@ def mapping(name: str, row: Row, config: dict, has_torso: bool, files: dict) -> 
             f"JaxMARL's buffer samples only once it holds BUFFER_BATCH_SIZE rollouts per env ({first:,} steps)")
         for field, value in Q_CODE.items():
             put("(in the script's code)", field, value)
-        unmapped += [f"REW_SCALE={config.get('REW_SCALE', 1)}: JaxMARL multiplies rewards by it in the buffer; "
-                     "coplay's QMIX has no reward scale",
-                     "RAdam (JaxMARL) against Adam (coplay)",
+        put("REW_SCALE", "reward_scale", config.get("REW_SCALE", 1.0), "rewards stored in replay scaled, on both sides")
+        unmapped += ["RAdam (JaxMARL) against Adam (coplay)",
                      "JaxMARL resets every environment at the start of each update, so each stored rollout of "
                      "NUM_STEPS starts an episode; coplay's rollouts run on across updates and its windows of "
                      "seq_len steps start where they fall",

@@ -136,6 +136,25 @@ def test_nothing_is_learned_before_learning_starts():
     assert all(changed)
 
 
+def test_rewards_are_stored_scaled_and_reported_as_the_environments():
+    from coplay.algos import get_algo
+    from coplay.core.registry import ENVS
+
+    entry = get_algo("qmix")
+    runs = []
+    for scale in (1.0, 10.0):
+        cfg = entry.config(num_envs=4, rollout_len=25, learning_starts=90, batch_size=4, buffer_size=128,
+                           reward_scale=scale)
+        trainer = entry.factory(cfg, ENVS.make("matrix"), num_updates=10)
+        state = jit_once(trainer.init)(jax.random.PRNGKey(0))
+        runs.append(jit_once(trainer.update)(state))     # 25 steps per env: one whole episode each, acted alike
+    (one, m1), (ten, m10) = runs
+    stored = [np.asarray(jax.tree.leaves(s.buffer.experience["reward"])[0]) for s in (one, ten)]
+    assert np.any(stored[0] != 0)
+    np.testing.assert_allclose(stored[1], 10 * stored[0], rtol=1e-6)
+    assert float(m1["return"]) == float(m10["return"])    # the environment's return, unscaled
+
+
 @pytest.mark.parametrize("reward", ["own", "team"])
 def test_iql_learns_from_its_own_or_the_team_reward(reward):
     from coplay.algos import iql

@@ -70,6 +70,9 @@ class QConfig(QLearnConfig, RolloutConfig):
     eps_start: float = param(1.0, "exploration rate at the start", min=0.0, max=1.0)
     eps_finish: float = param(0.05, "exploration rate after the decay", min=0.0, max=1.0)
     eps_decay: float = param(0.3, "fraction of the run over which exploration decays linearly", min=0.0, max=1.0)
+    reward_scale: float = param(1.0, "factor the rewards are stored in replay with, so the Q-values learn them "
+                                "scaled (JaxMARL's REW_SCALE); returns and metrics stay the environment's",
+                                min=0.0, min_exclusive=True)
 
 
 def reward_param() -> Any:

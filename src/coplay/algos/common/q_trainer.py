@@ -341,9 +341,9 @@ class Replay:
 
     def item(self, ts: TimeStep, action: jax.Array, reward: jax.Array, done: jax.Array,
              carry: jax.Array) -> dict[str, jax.Array]:
-        """What one step stores in replay."""
+        """What one step stores in replay (the reward times `algo.reward_scale`)."""
         item = {"obs": ts.obs, "action_mask": ts.action_mask, "active": ts.active, "action": action,
-                "reward": reward.astype(jnp.float32), "done": done, "reset": ts.done}
+                "reward": reward.astype(jnp.float32) * self.config.reward_scale, "done": done, "reset": ts.done}
         if self.config.recurrent:
             item["carry"] = carry
         if self.global_state:
