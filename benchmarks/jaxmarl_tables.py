@@ -232,6 +232,9 @@ def mapping(name: str, row: Row, config: dict, has_torso: bool, files: dict) -> 
             f"JaxMARL's buffer samples only once it holds BUFFER_BATCH_SIZE rollouts per env ({first:,} steps)")
         for field, value in Q_CODE.items():
             put("(in the script's code)", field, value)
+        unmapped.append("MIXER_INIT_SCALE is the orthogonal gain of every layer of JaxMARL's mixer; coplay's "
+                        "mixer_init_scale (given the same number) is the variance scale of the layers that emit the "
+                        "mixing weights and the first bias, the others initialised as flax's default")
         put("REW_SCALE", "reward_scale", config.get("REW_SCALE", 1.0), "rewards stored in replay scaled, on both sides")
         unmapped += ["RAdam (JaxMARL) against Adam (coplay)",
                      "JaxMARL resets every environment at the start of each update, so each stored rollout of "

@@ -12,7 +12,11 @@ class MonotonicMixer(nn.Module):
     dQ_tot/dq_i >= 0, so each agent's greedy action is the team's greedy action.
     Hypernetworks read the global state and emit the mixing weights, made
     non-negative by an absolute value; the biases and the final state value are
-    unconstrained.
+    unconstrained. The layers that emit the weights and the first bias start small
+    (`init_scale`): a first bias read from a state of large features would make the
+    mixer's hidden layer, and so Q_tot, start far from the returns, and its TD
+    errors would push every agent's Q-values at once (on SMAX, QMIX's greedy policy
+    then collapses as soon as it learns).
 
     q: [B, N] chosen Q-values (zero for inactive agents), or [B, J, N] for J joint
     actions of each state (the hypernetworks then run once per state); state:
@@ -20,20 +24,21 @@ class MonotonicMixer(nn.Module):
 
     embed_dim: int = 32
     hypernet_hidden: int = 64
-    init_scale: float = 0.01  # small first mixing weights: Q_tot starts near V(s), the agents' Q near 0 weight
+    init_scale: float = 0.01  # the weights' and the first bias's layers start small
 
     @nn.compact
     def __call__(self, q: jax.Array, state: jax.Array) -> jax.Array:
         b, n = q.shape[0], q.shape[-1]
         e = self.embed_dim
 
+        small = nn.initializers.variance_scaling(self.init_scale, "fan_in", "truncated_normal")
+
         def hyper(out: int, name: str) -> nn.Module:
-            small = nn.initializers.variance_scaling(self.init_scale, "fan_in", "truncated_normal")
             return nn.Sequential([nn.Dense(self.hypernet_hidden), nn.relu, nn.Dense(out, kernel_init=small)],
                                  name=name)
 
         w1 = jnp.abs(hyper(n * e, "hyper_w1")(state)).reshape(b, n, e)
-        b1 = nn.Dense(e, name="hyper_b1")(state)
+        b1 = nn.Dense(e, kernel_init=small, name="hyper_b1")(state)
         joint = q.reshape(b, -1, n)                                                  # [B, J, N]
         hidden = nn.elu(jnp.einsum("bjn,bne->bje", joint, w1) + b1[:, None])
         w2 = jnp.abs(hyper(e, "hyper_w2")(state))

@@ -26,8 +26,9 @@ class MixerConfig:
 
     mixer_embed: int = param(32, "width of the mixing network's hidden layer", min=1)
     hypernet_hidden: int = param(64, "hidden units of the hypernetworks that produce the mixing weights", min=1)
-    mixer_init_scale: float = param(0.01, "initial scale (variance) of the hypernetworks' output layers: small "
-                                          "starts Q_tot near the state value", min=0.0, min_exclusive=True)
+    mixer_init_scale: float = param(0.01, "initial scale (variance) of the layers that emit the "
+                                          "mixing weights and the first bias: small starts Q_tot near the state "
+                                          "value", min=0.0, min_exclusive=True)
 
 
 def vdn_sum(q: jax.Array, state: jax.Array | None) -> jax.Array:
