@@ -215,7 +215,7 @@ def test_an_lm_grpo_run_resumes_exactly_scores_its_exploitability_and_plays_a_to
 
 @pytest.mark.slow
 @pytest.mark.skipif(not smollm2_path().exists(), reason="SmolLM2 is not in the cache: coplay lm fetch-smollm2")
-def test_smollm2_scores_its_kuhn_play_and_finishes_a_short_self_play_run(kuhn, tmp_path):
+def test_smollm2_samples_what_it_scores_and_finishes_a_short_self_play_run_with_its_exploitability(kuhn, tmp_path):
     loaded = load_model("smollm2")
     player = LMPlayer(loaded, kuhn, max_new_tokens=4)
     prompt = player.prompt(KUHN_VIEW, 0, ["pass", "bet"])
@@ -223,8 +223,6 @@ def test_smollm2_scores_its_kuhn_play_and_finishes_a_short_self_play_run(kuhn, t
     again = player.token_log_probs([prompt] * 4, [r.tokens for r in replies])
     for r, a in zip(replies, again):
         np.testing.assert_allclose(a.detach().numpy(), r.log_probs, atol=1e-3)
-    score = score_lm_player(kuhn, player)
-    assert 0.0 < float(score.exploitability) <= 2.0 and np.all(np.asarray(score.invalid) < 1.0)
     # a short self-play run through `coplay train`: one update of two episodes from one deal, the model
     # in both seats, then its evaluation (two episodes and the exact exploitability)
     run = coplay.train(["algo=lm_grpo", "env=text:kuhn_poker", "algo.model=smollm2", "algo.decoding=choose_legal",
