@@ -15,8 +15,7 @@ class MonotonicMixer(nn.Module):
     unconstrained. The layers that emit the weights and the first bias start small
     (`init_scale`): a first bias read from a state of large features would make the
     mixer's hidden layer, and so Q_tot, start far from the returns, and its TD
-    errors would push every agent's Q-values at once (on SMAX, QMIX's greedy policy
-    then collapses as soon as it learns).
+    errors would push every agent's Q-values at once.
 
     q: [B, N] chosen Q-values (zero for inactive agents), or [B, J, N] for J joint
     actions of each state (the hypernetworks then run once per state); state:
