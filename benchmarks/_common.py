@@ -303,9 +303,6 @@ def _load_script(d: Path):
     return importlib.import_module("ippo_ff_mpe")
 
 
-# ----- Markdown ------------------------------------------------------------------------------------------------
-
-
 def eval_returns(run_dir: Path) -> dict[int, list[float]]:
     """A training run's evaluations from its metrics.csv: {env steps: [each seed's `eval/return`]}."""
     import csv
@@ -330,6 +327,9 @@ class WandbRecorder:
 
         self.logged.append((time.perf_counter(), {k: np.asarray(v) for k, v in metric.items()
                                                   if not isinstance(v, dict)}))
+
+
+# ----- Markdown ------------------------------------------------------------------------------------------------
 
 
 def table(header: list[str], rows: list[list], align: str | None = None) -> list[str]:

@@ -574,9 +574,7 @@ def main() -> None:
         if ROWS[name].torso == "cnn" and not has_torso_field(ROWS[name].algo):
             print(f"[{name}] skipped: coplay's {ROWS[name].algo} has no algo.torso field", flush=True)
             continue
-        done.append(run_row(name, base, args))
-        results = {**stamp(), "jaxmarl_version": version("jaxmarl"), "stand_ins": stand_ins,
-                   "eval_episodes": args.eval_episodes, "rows": done}
+        done.append(run_row(name, base, args))     # `results["rows"]` is `done`
         if not args.no_write:        # after every row: a row finished is not lost to a later one's failure
             write_results("jaxmarl_tables", merged(results))
     if args.no_write:
