@@ -232,11 +232,14 @@ def mapping(name: str, row: Row, config: dict, has_torso: bool, files: dict) -> 
             f"JaxMARL's buffer samples only once it holds BUFFER_BATCH_SIZE rollouts per env ({first:,} steps)")
         for field, value in Q_CODE.items():
             put("(in the script's code)", field, value)
-        unmapped.append("MIXER_INIT_SCALE is the orthogonal gain of every layer of JaxMARL's mixer; coplay's "
-                        "mixer_init_scale (given the same number) is the variance scale of the layers that emit the "
-                        "mixing weights and the first bias, the others initialised as flax's default")
+        put("(in the script's code)", "mixer_init", "weights_and_value",
+            "JaxMARL starts every mixer layer orthogonal with gain MIXER_INIT_SCALE (coplay's "
+            "algo.mixer_init=orthogonal); the row starts small only the layers that emit Q_tot's parts (the "
+            "mixing weights, the first bias, the state value)")
+        put("(in the script's code)", "optimizer", "radam", "JaxMARL's Q-learning scripts step with optax.radam")
         put("REW_SCALE", "reward_scale", config.get("REW_SCALE", 1.0), "rewards stored in replay scaled, on both sides")
-        unmapped += ["RAdam (JaxMARL) against Adam (coplay)",
+        unmapped += ["MIXER_INIT_SCALE: coplay's mixer_init_scale (given the same number) is the variance scale "
+                     "of the small layers (see mixer_init), not JaxMARL's orthogonal gain",
                      "JaxMARL resets every environment at the start of each update, so each stored rollout of "
                      "NUM_STEPS starts an episode; coplay's rollouts run on across updates and its windows of "
                      "seq_len steps start where they fall",

@@ -106,6 +106,38 @@ def test_mixer_is_monotonic_in_every_agent():
     assert np.any(np.asarray(grads) > 0)
 
 
+def test_the_mixer_starts_where_its_init_mode_says():
+    """'weights_and_value' starts Q_tot nearer 0 from a state of large features than 'weights', which starts it at
+    the default-initialised state value; 'orthogonal' starts every layer orthogonal with the gain given."""
+    key = jax.random.PRNGKey(3)
+    state = 10 * jax.random.normal(key, (256, 12))
+    q = jax.random.normal(jax.random.PRNGKey(4), (256, 3))
+    far = {}
+    for mode in ("weights", "weights_and_value", "orthogonal"):
+        mixer = MonotonicMixer(embed_dim=8, hypernet_hidden=16, init_scale=1e-3, init_mode=mode)
+        params = mixer.init(key, q, state)
+        far[mode] = float(jnp.mean(jnp.abs(mixer.apply(params, q, state))))
+    assert far["weights_and_value"] < 0.1 * far["weights"] and far["orthogonal"] < 1e-3, far
+    kernel = params["params"]["Dense_0"]["kernel"]                  # hyper_w1's first layer [12, 16]
+    assert np.allclose(np.asarray(kernel @ kernel.T), 1e-6 * np.eye(12), atol=1e-9)     # orthogonal rows, gain 1e-3
+
+
+def test_the_q_family_steps_with_the_optimizer_it_is_given():
+    """RAdam's first step is momentum SGD (no adaptive scale yet): -lr * g; Adam's is -lr * sign(g)."""
+    from coplay.algos import get_algo
+    from coplay.core.registry import ENVS
+
+    g = {"w": jnp.array([0.5, -0.02, 0.003])}
+    steps = {}
+    for name in ("adam", "radam"):
+        entry = get_algo("qmix")
+        cfg = entry.config(optimizer=name, lr=0.1, anneal_lr=False, max_grad_norm=100.0, learning_starts=8)
+        opt = entry.factory(cfg, ENVS.make("matrix"), num_updates=10).optimizer
+        steps[name], _ = opt.update(g, opt.init(g), g)
+    assert np.allclose(np.asarray(steps["radam"]["w"]), -0.1 * np.asarray(g["w"]), rtol=1e-5)
+    assert np.allclose(np.asarray(steps["adam"]["w"]), -0.1 * np.sign(np.asarray(g["w"])), rtol=1e-2)
+
+
 SMALL_Q = ["env=matrix", "env.game=climbing", "env.rounds=1", "total_steps=640", "chunk_steps=128",
            "algo.num_envs=8", "algo.rollout_len=4", "algo.learning_starts=64", "algo.batch_size=8",
            "algo.buffer_size=256", "eval_episodes=4", "progress=false", "logger=csv"]

@@ -29,6 +29,12 @@ class MixerConfig:
     mixer_init_scale: float = param(0.01, "initial scale (variance) of the layers that emit the "
                                           "mixing weights and the first bias: small starts Q_tot near the state "
                                           "value", min=0.0, min_exclusive=True)
+    mixer_init: str = param("weights", "which of the mixer's layers start small: 'weights' (those that emit "
+                                       "the mixing weights and the first bias, by variance scaling with "
+                                       "mixer_init_scale; the others flax's default), 'weights_and_value' (also "
+                                       "the state value's last layer, so Q_tot starts near 0) or 'orthogonal' "
+                                       "(every layer orthogonal with gain mixer_init_scale and zero biases, as "
+                                       "JaxMARL's QMIX)", choices=("weights", "weights_and_value", "orthogonal"))
 
 
 def vdn_sum(q: jax.Array, state: jax.Array | None) -> jax.Array:
@@ -42,7 +48,8 @@ class Mixing:
     def __init__(self, kind: str, num_agents: int, config: MixerConfig):
         assert kind in MIXERS, kind
         self.kind, self.num_agents = kind, num_agents
-        self.mixer = MonotonicMixer(config.mixer_embed, config.hypernet_hidden, config.mixer_init_scale)
+        self.mixer = MonotonicMixer(config.mixer_embed, config.hypernet_hidden, config.mixer_init_scale,
+                                    config.mixer_init)
 
     def init(self, key: jax.Array, global_state: jax.Array) -> Any:
         """The mixer's parameters (none for the sum); global_state: [1, ...]."""

@@ -26,7 +26,10 @@ class NetConfig(TrainerConfig):
     """What training the agents' network on sampled windows needs: the network, the
     optimiser and the windows (behaviour cloning stops here)."""
 
-    lr: float = param(1e-3, "Adam learning rate", min=0.0, min_exclusive=True)
+    lr: float = param(1e-3, "learning rate", min=0.0, min_exclusive=True)
+    optimizer: str = param("adam", "adam, or radam (rectified Adam, Liu et al., 2020: no adaptive step until its "
+                                   "variance estimate is reliable; JaxMARL's Q-learning baselines use it)",
+                           choices=("adam", "radam"))
     anneal_lr: bool = param(True, "decay the learning rate linearly to 0 over the run")
     batch_size: int = param(64, "windows sampled per gradient step", min=1)
     grad_steps: int = param(2, "gradient steps per update", min=1)

@@ -103,7 +103,8 @@ class QLoop(Trainer[Any]):
                             c.recurrent, head_scale=1.0, torso=self.torso)
         self.carry_size = c.hidden_size if c.recurrent else 0
         lr = optax.linear_schedule(c.lr, 0.0, max(num_updates * c.grad_steps, 1)) if c.anneal_lr else c.lr
-        self.optimizer = optax.chain(optax.clip_by_global_norm(c.max_grad_norm), optax.adam(lr))
+        self.optimizer = optax.chain(optax.clip_by_global_norm(c.max_grad_norm),
+                                      optax.radam(lr) if c.optimizer == "radam" else optax.adam(lr))
         kind = self.mixer_kind()
         self.mixing = None if kind is None else Mixing(kind, self.num_agents, c)
         self.source: Replay | DatasetWindows
