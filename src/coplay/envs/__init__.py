@@ -7,6 +7,9 @@ from coplay.envs.cooperative.treasure import Treasure
 from coplay.envs.cooperative.two_step import TwoStep
 from coplay.envs.mixed.beach import Beach
 from coplay.envs.mixed.matrix import MatrixGame
+from coplay.envs.social.clean_up import CleanUp
+from coplay.envs.social.coins import Coins
+from coplay.envs.social.commons_harvest import CommonsHarvest
 from coplay.envs.text import TextNim, TextTreeGame
 from coplay.envs.trees.env import TreeGameEnv
 
@@ -37,5 +40,20 @@ ENVS.register(
     description="Repeated two-player normal-form games: climbing, penalty, prisoners_dilemma, stag_hunt, rps; "
                 "with two objectives: imbalancing_act, imbalancing_act_without_m, vector_payoffs.",
 )
+ENVS.register(
+    "commons_harvest", CommonsHarvest, kind="social",
+    description="Commons Harvest (Melting Pot's open, closed and partnership maps): apples regrow only near apples "
+                "left; agents can zap each other off the map.",
+)
+ENVS.register(
+    "clean_up", CleanUp, kind="social",
+    description="Clean Up (Melting Pot's map): apples grow only while the river is clean, and cleaning it pays "
+                "nobody; agents can zap each other off the map.",
+)
+ENVS.register(
+    "coins", Coins, kind="social",
+    description="Coins (2 or N players): taking a coin of another's colour pays the taker and costs its owner more.",
+)
 
-__all__ = ["Beach", "Foraging", "MatrixGame", "Spread", "TextNim", "TextTreeGame", "Treasure", "TreeGameEnv", "TwoStep"]
+__all__ = ["Beach", "CleanUp", "Coins", "CommonsHarvest", "Foraging", "MatrixGame", "Spread", "TextNim", "TextTreeGame",
+           "Treasure", "TreeGameEnv", "TwoStep"]
