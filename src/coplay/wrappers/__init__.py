@@ -5,6 +5,8 @@ from coplay.wrappers.autoreset import AutoReset
 from coplay.wrappers.episode_stats import EpisodeStats, StatsState
 from coplay.wrappers.preference import Preference, PreferenceState
 from coplay.wrappers.scalarise import Accrued, Objectives, Scalarise, ScalariseState, chebyshev
+from coplay.wrappers.social import ActionCost, InequityAversion, RewardExchange, SocialValueOrientation
 
-__all__ = ["Accrued", "AgentID", "AutoReset", "EpisodeStats", "Objectives", "Preference", "PreferenceState",
-           "Scalarise", "ScalariseState", "StatsState", "chebyshev"]
+__all__ = ["Accrued", "ActionCost", "AgentID", "AutoReset", "EpisodeStats", "InequityAversion", "Objectives",
+           "Preference", "PreferenceState", "RewardExchange", "Scalarise", "ScalariseState", "SocialValueOrientation",
+           "StatsState", "chebyshev"]

@@ -29,6 +29,7 @@ global_state: [H, W, 4 + N] the wall, apple, dirt and river planes and one plane
 agent.
 info: "apples", "dirt" (cells dirty), "pollution" (f), "eaten", "cleaned" (cells
 cleaned this step), "cleaners" (agents that fired the cleaning beam), "zaps",
+"zapping" ([N] which agents fired the zap beam),
 "zapped", "removed", and the social metrics on the episode's last step.
 """
 
@@ -156,7 +157,8 @@ class CleanUp(Env):
                              apples=jnp.zeros(self.walls.shape, bool), dirt=self.start_dirt, tally=Tally.zeros(n),
                              step=jnp.zeros((), jnp.int32))
         z = jnp.zeros((), jnp.int32)
-        return state, self._timestep(state, jnp.zeros((n,), jnp.float32), jnp.zeros((), bool), z, z, z, z, z, z)
+        return state, self._timestep(state, jnp.zeros((n,), jnp.float32), jnp.zeros((), bool), z, z, z,
+                                     jnp.zeros((n,), bool), z, z)
 
     # ----- dynamics -----------------------------------------------------------------------------
     def _step(self, state: CleanUpState, actions: jax.Array, key: jax.Array) -> tuple[CleanUpState, TimeStep]:
@@ -193,11 +195,11 @@ class CleanUp(Env):
         new = CleanUpState(avatars=avatars, clean_cooldown=clean_cooldown, apples=apples, dirt=dirt,
                            tally=state.tally.add(reward, ~avatars.present), step=step)
         count = lambda x: jnp.sum(x, dtype=jnp.int32)  # noqa: E731
-        return new, self._timestep(new, reward, truncated, count(eats), cleaned, count(cleaners), count(fired),
+        return new, self._timestep(new, reward, truncated, count(eats), cleaned, count(cleaners), fired,
                                    count(jnp.any(hit, axis=0)), count(invalid))
 
     # ----- observation --------------------------------------------------------------------------
-    def _timestep(self, state: CleanUpState, reward, done, eaten, cleaned, cleaners, zaps, zapped,
+    def _timestep(self, state: CleanUpState, reward, done, eaten, cleaned, cleaners, zapping, zapped,
                   invalid) -> TimeStep:
         a = state.avatars
         items = jnp.stack([self.walls, state.apples, state.dirt, self.river], -1)
@@ -205,7 +207,8 @@ class CleanUp(Env):
         obs = grid.observe(a, items, ready, self.view)
         info = {"apples": jnp.sum(state.apples, dtype=jnp.int32), "dirt": jnp.sum(state.dirt, dtype=jnp.int32),
                 "pollution": self.pollution(state.dirt).astype(jnp.float32), "eaten": eaten, "cleaned": cleaned,
-                "cleaners": cleaners, "zaps": zaps, "zapped": zapped, "removed": jnp.sum(~a.present, dtype=jnp.int32),
+                "cleaners": cleaners, "zaps": jnp.sum(zapping, dtype=jnp.int32), "zapping": zapping, "zapped": zapped,
+                "removed": jnp.sum(~a.present, dtype=jnp.int32),
                 "invalid_actions": invalid, **report(state.tally, done)}
         return TimeStep(obs=obs, reward=reward, done=done, truncated=done, active=a.present,
                         action_mask=grid.legal(a, 9), global_state=grid.world(a, items), info=info)

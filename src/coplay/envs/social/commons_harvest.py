@@ -29,7 +29,7 @@ as wall; a removed agent sees zeros and is inactive (`active` false: its steps
 enter no loss). global_state: [H, W, 2 + N] the map's wall and apple planes and
 one plane per agent (its cell while on the map).
 info: "apples" apples on the map; "eaten" apples eaten this step; "zaps" beams
-fired; "zapped" agents removed this step; "removed" agents off the map; and the
+fired; "zapping" [N] which agents fired one; "zapped" agents removed this step; "removed" agents off the map; and the
 social metrics (`coplay.envs.social.metrics`) on the episode's last step.
 """
 
@@ -205,7 +205,7 @@ class CommonsHarvest(Env):
                              step=jnp.zeros((), jnp.int32))
         z = jnp.zeros((), jnp.int32)
         return state, self._timestep(state, jnp.zeros((n,), jnp.float32), jnp.zeros((), bool), jnp.zeros((), bool),
-                                     z, z, z, z)
+                                     z, jnp.zeros((n,), bool), z, z)
 
     # ----- dynamics -----------------------------------------------------------------------------
     def _step(self, state: HarvestState, actions: jax.Array, key: jax.Array) -> tuple[HarvestState, TimeStep]:
@@ -233,15 +233,16 @@ class CommonsHarvest(Env):
         tally = state.tally.add(reward, ~avatars.present)
         new = HarvestState(avatars=avatars, apples=apples, tally=tally, step=step)
         return new, self._timestep(new, reward, truncated, truncated, jnp.sum(eats, dtype=jnp.int32),
-                                   jnp.sum(fired, dtype=jnp.int32), jnp.sum(struck, dtype=jnp.int32),
+                                   fired, jnp.sum(struck, dtype=jnp.int32),
                                    jnp.sum(invalid, dtype=jnp.int32))
 
     # ----- observation --------------------------------------------------------------------------
-    def _timestep(self, state: HarvestState, reward, done, truncated, eaten, zaps, zapped, invalid) -> TimeStep:
+    def _timestep(self, state: HarvestState, reward, done, truncated, eaten, zapping, zapped, invalid) -> TimeStep:
         a = state.avatars
         items = jnp.stack([self.walls, state.apples], -1)
         obs = grid.observe(a, items, (a.cooldown == 0)[:, None], self.view)
-        info = {"apples": jnp.sum(state.apples, dtype=jnp.int32), "eaten": eaten, "zaps": zaps, "zapped": zapped,
+        info = {"apples": jnp.sum(state.apples, dtype=jnp.int32), "eaten": eaten,
+                "zaps": jnp.sum(zapping, dtype=jnp.int32), "zapping": zapping, "zapped": zapped,
                 "removed": jnp.sum(~a.present, dtype=jnp.int32), "invalid_actions": invalid,
                 **report(state.tally, done)}
         return TimeStep(obs=obs, reward=reward, done=done, truncated=truncated, active=a.present,
