@@ -106,7 +106,9 @@ def section(data: dict) -> str:
              f"compile and evaluations included). The sampled policy's return (the team's deliveries per "
              f"episode), {data['episodes']} episodes per seed, IQM over seeds with its 95% bootstrap CI. Mava's "
              "own script does not run here on the same environment code (the docstring says why), so the "
-             "published figure is not from this run, this machine or this budget.", ""]
+             "published figure is not from this run or this machine"
+             + (" (its budget, 20M env steps, is the same)." if data["steps"] == 20_000_000 else
+                ", nor at this budget."), ""]
     lines += table(["", "return (deliveries per episode)", "budget", "where"],
                    [["coplay IPPO", f"{last[0]:.2f} [{last[1]:.2f}, {last[2]:.2f}]",
                      f"{data['steps']:,} steps", data["machine"]],
