@@ -268,3 +268,152 @@ def test_each_agent_sees_its_own_coins_apart_from_the_others():
     # the coin is two ahead of agent 0 (window row 7, column 5): its own for agent 0, another's for agent 1
     assert float(ts.obs[0, 7, 5, 1]) == 1.0 and float(ts.obs[0, 7, 5, 2]) == 0.0
     assert float(ts.obs[1, 7, 2, 1]) == 0.0 and float(ts.obs[1, 7, 2, 2]) == 1.0
+
+
+# ----- Cooperative Mining ---------------------------------------------------------------------------------------
+
+def _mine(env, ore_at, pos, facing, actions_per_step, keys=range(100)):
+    """Steps of coop_mining from a hand-set mine (no ore grows); the rewards and infos."""
+    from coplay.envs.social.coop_mining import EMPTY
+
+    step = jax.jit(env.step)
+    state, _ = env.reset(jax.random.key(0))
+    ore = jnp.full(env.walls.shape, EMPTY, jnp.int32)
+    for (r, c), kind in ore_at.items():
+        ore = ore.at[r, c].set(kind)
+    state = state.replace(ore=ore, avatars=_avatars(pos, facing))
+    out = []
+    for actions, k in zip(actions_per_step, keys):
+        state, ts = step(state, jnp.asarray(actions), jax.random.key(k))
+        out.append(([float(x) for x in ts.reward], {k: int(ts.info[k]) for k in ("gold_mined", "gold_expired")}))
+    return state, out
+
+
+MINE_ENV = dict(n_agents=3, iron_rate=0.0, gold_rate=0.0, mine_cooldown=0, gold_window=3)
+
+
+def test_gold_needs_two_distinct_miners_within_the_window():
+    from coplay.envs.social.coop_mining import GOLD, MINE
+
+    env = coplay.make("coop_mining", **MINE_ENV)
+    gold = {(3, 3): GOLD}
+    # agents 0 and 1 face the gold from the west and the east; agent 2 stands by
+    where, facing = [(3, 2), (3, 4), (8, 8)], [1, 3, 0]
+    s = grid.STAY
+    # both in the same step: both paid
+    _, steps = _mine(env, gold, where, facing, [[MINE, MINE, s]])
+    assert steps[0][0] == [8.0, 8.0, 0.0] and steps[0][1]["gold_mined"] == 1
+    # the second miner two steps later: still within the window
+    _, steps = _mine(env, gold, where, facing, [[MINE, s, s], [s, s, s], [s, MINE, s]])
+    assert [r for r, _ in steps] == [[0.0] * 3, [0.0] * 3, [8.0, 8.0, 0.0]]
+    # three steps later: the window closed, the gold is whole again, and the late hit only starts it
+    state, steps = _mine(env, gold, where, facing, [[MINE, s, s], [s, s, s], [s, s, s], [s, MINE, s]])
+    assert all(r == [0.0] * 3 for r, _ in steps) and steps[2][1]["gold_expired"] == 1
+    assert int(state.first_miner[3, 3]) == 1
+    # the same miner twice: nothing
+    _, steps = _mine(env, gold, where, facing, [[MINE, s, s], [MINE, s, s]])
+    assert all(r == [0.0] * 3 for r, _ in steps)
+
+
+def test_iron_pays_its_one_miner_and_the_beam_stops_at_a_wall():
+    from coplay.envs.social.coop_mining import IRON, MINE
+
+    env = coplay.make("coop_mining", **MINE_ENV)
+    s = grid.STAY
+    # (3, 9) is a wall: an iron at (3, 10) is behind it for an agent at (3, 8) facing east
+    assert bool(env.walls[3, 9])
+    _, steps = _mine(env, {(3, 10): IRON, (5, 3): IRON}, [(3, 8), (5, 2), (8, 8)], [1, 1, 0], [[MINE, MINE, s]])
+    assert steps[0][0] == [0.0, 1.0, 0.0]
+
+
+# ----- the prisoner's dilemma arena ---------------------------------------------------------------------------
+
+def _arena(**kw):
+    env = coplay.make("pd_arena", n_agents=3, **kw)
+    state, _ = env.reset(jax.random.key(0))
+    # agents 0 and 1 face each other on open floor (5, 5)-(5, 6); agent 2 far away
+    return env, state.replace(avatars=_avatars([(5, 5), (5, 6), (18, 12)], [1, 3, 0]))
+
+
+def test_a_meeting_pays_each_the_dilemma_of_the_strategies_their_inventories_make():
+    from coplay.envs.social.pd_arena import INTERACT
+
+    env, state = _arena(interaction_timeout=7)
+    state = state.replace(inventory=jnp.array([[2, 0], [1, 1], [3, 0]], jnp.int32))
+    state, ts = env.step(state, jnp.array([INTERACT, grid.STAY, grid.STAY]), jax.random.key(1))
+    # s0 = (1, 0), s1 = (1/2, 1/2): r0 = 0.5 * 3 + 0.5 * 0, r1 = 0.5 * 3 + 0.5 * 5
+    assert [float(x) for x in ts.reward] == [1.5, 4.0, 0.0]
+    assert int(ts.info["interactions"]) == 1 and float(ts.info["cooperation"]) == 1.5
+    assert [int(x) for x in state.avatars.removed] == [7, 7, 0]
+    assert np.asarray(state.inventory).tolist() == [[0, 0], [0, 0], [3, 0]]
+
+
+def test_no_meeting_with_an_agent_that_holds_nothing():
+    from coplay.envs.social.pd_arena import INTERACT
+
+    env, state = _arena()
+    state = state.replace(inventory=jnp.array([[2, 0], [0, 0], [0, 0]], jnp.int32))
+    state, ts = env.step(state, jnp.array([INTERACT, INTERACT, grid.STAY]), jax.random.key(1))
+    assert int(ts.info["interactions"]) == 0 and float(jnp.abs(ts.reward).sum()) == 0.0
+
+
+def test_resources_are_collected_by_kind_and_regrow_only_after_the_delay():
+    env, state = _arena(regrow_rate=1.0, regrow_delay=3)
+    step = jax.jit(env.step)
+    # (6, 9) is a cooperation resource; agent 0 steps onto it from (6, 8)
+    assert int(state.kind[6, 9]) == 0 and bool(state.full[6, 9])
+    state = state.replace(avatars=_avatars([(6, 8), (5, 6), (18, 12)], [1, 3, 0]))
+    state, _ = step(state, jnp.array([grid.FORWARD, grid.STAY, grid.STAY]), jax.random.key(1))
+    assert np.asarray(state.inventory[0]).tolist() == [1, 0] and not bool(state.full[6, 9])
+    state = state.replace(avatars=_avatars([(8, 3), (5, 6), (18, 12)], [1, 3, 0]))   # walk away
+    full = []
+    for t in range(4):
+        state, _ = step(state, jnp.full(3, grid.STAY), jax.random.key(2 + t))
+        full.append(bool(state.full[6, 9]))
+    assert full == [False, False, True, True]
+
+
+# ----- the population dilemma ---------------------------------------------------------------------------------
+
+def _population(**kw):
+    from coplay.envs.social.population_dilemma import PopulationState
+
+    env = coplay.make("population_dilemma", n_agents=3, punish_cost=1.0, punish_fine=4.0, reputation_rate=0.5, **kw)
+    state, _ = env.reset(jax.random.key(0))
+    assert isinstance(state, PopulationState)
+    return env, state
+
+
+def test_each_agent_plays_the_partner_it_names_and_is_paid_as_the_one_named_too():
+    env, state = _population()
+    state, ts = env.step(state, jnp.array([1, 2, 0]), jax.random.key(1))        # 0 names 1, 1 names 2, 2 names 0
+    assert float(jnp.abs(ts.reward).sum()) == 0.0 and np.asarray(state.partner).tolist() == [1, 2, 0]
+    state, ts = env.step(state, jnp.array([0, 1, 0]), jax.random.key(2))        # C, D, C
+    # 0: A[C, D] + A[C, C] (named by 2) = 0 + 3; 1: A[D, C] + A[D, C] (named by 0) = 10; 2: A[C, C] + A[C, D] = 3
+    assert [float(x) for x in ts.reward] == [3.0, 10.0, 3.0]
+    assert float(ts.info["cooperation"]) == pytest.approx(2 / 3)
+    assert np.asarray(state.reputation).tolist() == pytest.approx([0.75, 0.25, 0.75])
+
+
+def test_punishment_costs_the_punisher_and_the_punished_what_the_config_says():
+    env, state = _population()
+    state = state.replace(watched=jnp.array([1, 2, 1]))      # 2 watches 1's game (1 vs its partner 2: excluded)
+    state, _ = env.step(state, jnp.array([1, 2, 0]), jax.random.key(1))
+    state = state.replace(watched=jnp.array([1, 0, 1]))      # 0 and 2 watch agent 1's game (1 defects against 2)
+    state, _ = env.step(state, jnp.array([0, 1, 0]), jax.random.key(2))
+    # 0 punishes its partner 1 directly (1 defected); 2 punishes the defectors of 1's game as a third party: 1
+    state, ts = env.step(state, jnp.array([1, 0, 2]), jax.random.key(3))
+    assert [float(x) for x in ts.reward] == [-1.0, -8.0, -1.0]
+    assert int(ts.info["direct"]) == 1 and int(ts.info["third_party"]) == 1
+    assert int(state.round) == 1 and bool(jnp.all(state.moves == -1))             # the next round begins
+
+
+def test_each_mechanism_switches_off():
+    env = coplay.make("population_dilemma", n_agents=4, partner_selection=False, direct_punishment=False,
+                      third_party_punishment=True, reputation=False, rounds=3)
+    state, ts = env.reset(jax.random.key(0))
+    assert env.phases == (1, 2) and env.spec.max_steps == 6
+    assert np.asarray(ts.action_mask[0]).tolist() == [True, True, False, False]       # play first: C or D
+    state, ts = env.step(state, jnp.zeros(4, jnp.int32), jax.random.key(1))
+    assert np.asarray(ts.action_mask[0]).tolist() == [True, False, True, False]       # no direct punishment
+    assert np.asarray(state.reputation).tolist() == [0.5] * 4                          # reputations off

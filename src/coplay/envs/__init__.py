@@ -10,6 +10,9 @@ from coplay.envs.mixed.matrix import MatrixGame
 from coplay.envs.social.clean_up import CleanUp
 from coplay.envs.social.coins import Coins
 from coplay.envs.social.commons_harvest import CommonsHarvest
+from coplay.envs.social.coop_mining import CoopMining
+from coplay.envs.social.pd_arena import PDArena
+from coplay.envs.social.population_dilemma import PopulationDilemma
 from coplay.envs.text import TextNim, TextTreeGame
 from coplay.envs.trees.env import TreeGameEnv
 
@@ -54,6 +57,21 @@ ENVS.register(
     "coins", Coins, kind="social",
     description="Coins (2 or N players): taking a coin of another's colour pays the taker and costs its owner more.",
 )
+ENVS.register(
+    "coop_mining", CoopMining, kind="social",
+    description="Cooperative Mining (Melting Pot's map): iron one agent can mine; gold, worth more, needs two "
+                "distinct miners within a few steps.",
+)
+ENVS.register(
+    "pd_arena", PDArena, kind="social",
+    description="The prisoner's dilemma in a grid arena (Melting Pot's): agents collect cooperation and defection "
+                "resources and play the dilemma with whom they meet, with the strategy their inventory makes.",
+)
+ENVS.register(
+    "population_dilemma", PopulationDilemma, kind="social",
+    description="A population playing the prisoner's dilemma with partner selection, direct and third-party "
+                "punishment and public reputations, each switchable.",
+)
 
-__all__ = ["Beach", "CleanUp", "Coins", "CommonsHarvest", "Foraging", "MatrixGame", "Spread", "TextNim", "TextTreeGame",
-           "Treasure", "TreeGameEnv", "TwoStep"]
+__all__ = ["Beach", "CleanUp", "Coins", "CommonsHarvest", "CoopMining", "Foraging", "MatrixGame", "PDArena",
+           "PopulationDilemma", "Spread", "TextNim", "TextTreeGame", "Treasure", "TreeGameEnv", "TwoStep"]
