@@ -137,7 +137,8 @@ class CleanUp(Env):
         self.start_dirt = jnp.asarray(cells["dirty"])
         self.river = jnp.asarray(cells["clean"] | cells["dirty"] | cells["river"])
         self.orchard = jnp.asarray(cells["orchard"])
-        self.spawn_points = jnp.asarray(cells["spawn"])
+        self.dirt_cells = jnp.asarray(np.argwhere(cells["clean"] | cells["dirty"]).astype(np.int32))
+        self.spawn_points = cells["spawn"]
         h, w = self.walls.shape
         self.spec = EnvSpec(
             name="clean_up", num_agents=n_agents,
@@ -183,10 +184,11 @@ class CleanUp(Env):
         reward = (eats.astype(jnp.float32) - self.clean_cost * cleaners).astype(jnp.float32)
         # the river pollutes: one clean cell, drawn at random, turns dirty with probability dirt_rate
         step = state.step + 1
-        clean_cells = (self.dirtable & ~dirt).reshape(-1)
-        where = jax.random.categorical(k_where, jnp.where(clean_cells, 0.0, -jnp.inf))
-        spawn_dirt = (step > self.dirt_delay) & jnp.any(clean_cells) & (jax.random.uniform(k_dirt) < self.dirt_rate)
-        dirt = dirt.reshape(-1).at[where].max(spawn_dirt).reshape(dirt.shape)
+        cells = self.dirt_cells                                                     # [K, 2] the dirt-able cells
+        clean = ~dirt[cells[:, 0], cells[:, 1]]
+        where = cells[jnp.argmax(jnp.where(clean, jax.random.uniform(k_where, clean.shape), -1.0))]
+        spawn_dirt = (step > self.dirt_delay) & jnp.any(clean) & (jax.random.uniform(k_dirt) < self.dirt_rate)
+        dirt = dirt.at[where[0], where[1]].max(spawn_dirt)
         # apples grow as the river's pollution allows; never under an agent
         under = jnp.any(grid.occupancy(avatars.pos, avatars.present, apples.shape), axis=0)
         p = growth_probability(self.pollution(dirt), self.apple_rate, self.depletion, self.restoration)

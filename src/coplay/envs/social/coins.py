@@ -74,6 +74,7 @@ class Coins(Env):
         walls = np.ones((height + 2, width + 2), bool)
         walls[1:-1, 1:-1] = False
         self.walls = jnp.asarray(walls)
+        self.floor = ~walls
         self.spec = EnvSpec(
             name="coins", num_agents=n_agents,
             obs_space=Box(0.0, 1.0, (view_ahead + view_behind + 1, 2 * view_side + 1, 4)),
@@ -84,7 +85,7 @@ class Coins(Env):
     # ----- reset --------------------------------------------------------------------------------
     def _reset(self, key: jax.Array) -> tuple[CoinsState, TimeStep]:
         n = self.n_agents
-        state = CoinsState(avatars=grid.start(key, n, ~self.walls), tally=Tally.zeros(n),
+        state = CoinsState(avatars=grid.start(key, n, self.floor), tally=Tally.zeros(n),
                            coins=jnp.full(self.walls.shape, NO_COIN, jnp.int32), step=jnp.zeros((), jnp.int32))
         z = jnp.zeros((), jnp.int32)
         return state, self._timestep(state, jnp.zeros((n,), jnp.float32), jnp.zeros((), bool), z, z, z)

@@ -186,8 +186,8 @@ class CommonsHarvest(Env):
         self.view = (view_ahead, view_behind, view_side)
         self.walls = jnp.asarray(cells["wall"])
         self.apple_cells = jnp.asarray(cells["apple"])
-        self.spawn_points = jnp.asarray(cells["spawn"] | cells["inside"])
-        self.outer_spawns = jnp.asarray(cells["spawn"])
+        self.spawn_points = cells["spawn"] | cells["inside"]
+        self.outer_spawns = cells["spawn"]
         self.inside = np.argwhere(cells["inside"]).astype(np.int32)
         h, w = self.walls.shape
         self.spec = EnvSpec(

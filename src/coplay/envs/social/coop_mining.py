@@ -131,7 +131,7 @@ class CoopMining(Env):
         self.view = (view_ahead, view_behind, view_side)
         self.walls = jnp.asarray(cells["wall"])
         self.ore_cells = jnp.asarray(cells["ore"])
-        self.spawn_points = jnp.asarray(cells["spawn"])
+        self.spawn_points = cells["spawn"]
         h, w = self.walls.shape
         self.spec = EnvSpec(
             name="coop_mining", num_agents=n_agents,

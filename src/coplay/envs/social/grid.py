@@ -147,26 +147,27 @@ def occupancy(pos: jax.Array, present: jax.Array, shape: tuple[int, ...]) -> jax
     return jnp.zeros((pos.shape[0], *shape), bool).at[jnp.arange(pos.shape[0]), pos[:, 0], pos[:, 1]].set(present)
 
 
-def spawn(key: jax.Array, spawn_points: jax.Array, taken: jax.Array, who: jax.Array,
+def spawn(key: jax.Array, points: np.ndarray, holders: jax.Array, held: jax.Array, who: jax.Array,
           pos: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """New positions for the agents `who` ([N] bool), each on a random spawn point
-    ([H, W] bool) that no agent holds (`taken` [H, W] bool at the call, updated as
-    each is placed): (pos [N, 2], placed [N] bool). The others keep `pos`; an agent
-    of `who` finds no free spawn point only when every one is held, and then is not
-    placed (the caller keeps it off the map a step longer)."""
-    n = pos.shape[0]
-    h, w = spawn_points.shape
+    """New positions for the agents `who` ([N] bool), each on a spawn point (`points`
+    [H, W] bool, a constant) drawn uniformly from those no agent holds (`holders`
+    [M, 2] the cells of the agents that stand where `held` [M] is true; each agent
+    placed holds its point for the next): (pos [N, 2], placed [N] bool). The others
+    keep `pos`; an agent of `who` finds no free point only when every one is held,
+    and then is not placed (the caller keeps it off the map a step longer)."""
+    coords = jnp.asarray(np.argwhere(np.asarray(points)).astype(np.int32))                 # [K, 2]
+    free = ~jnp.any(jnp.all(coords[:, None, :] == holders[None, :, :], -1) & held[None, :], axis=1)
+    # one uniform priority per point: taking the free point of highest priority, agent after
+    # agent, gives each a uniform draw among the free points, without replacement
+    priority = jax.random.uniform(key, (coords.shape[0],))
 
-    def one(carry, inputs):
-        taken, out = carry
-        i, k = inputs
-        free = (spawn_points & ~taken).reshape(-1)
-        idx = jax.random.categorical(k, jnp.where(free, 0.0, -jnp.inf))
-        place = who[i] & jnp.any(free)
-        p = jnp.where(place, jnp.stack([idx // w, idx % w]).astype(jnp.int32), out[i])
-        return (taken.at[p[0], p[1]].max(place), out.at[i].set(p)), place
+    def one(carry, i):
+        free, out = carry
+        j = jnp.argmax(jnp.where(free, priority, -1.0))
+        place = who[i] & free[j]
+        return (free.at[j].set(free[j] & ~place), out.at[i].set(jnp.where(place, coords[j], out[i]))), place
 
-    (_, pos), placed = jax.lax.scan(one, (taken, pos), (jnp.arange(n), jax.random.split(key, n)))
+    (_, pos), placed = jax.lax.scan(one, (free, pos), jnp.arange(pos.shape[0]))
     return pos, placed
 
 
@@ -185,29 +186,28 @@ def zap(avatars: Avatars, firing: jax.Array, walls: jax.Array, length: int, radi
     return avatars, fired, hit
 
 
-def return_removed(avatars: Avatars, key: jax.Array, spawn_points: jax.Array) -> Avatars:
+def return_removed(avatars: Avatars, key: jax.Array, spawn_points: np.ndarray) -> Avatars:
     """Count down the removed agents' time off the map; each whose time is up comes
-    back on a free spawn point, facing a random way (or waits a step if none is free)."""
+    back on a free spawn point ([H, W] bool, a constant), facing a random way (or
+    waits a step if none is free)."""
     k_place, k_face = jax.random.split(key)
     due = avatars.removed == 1
-    taken = jnp.any(occupancy(avatars.pos, avatars.present, spawn_points.shape), axis=0)
-    pos, placed = spawn(k_place, spawn_points, taken, due, avatars.pos)
+    pos, placed = spawn(k_place, spawn_points, avatars.pos, avatars.present, due, avatars.pos)
     facing = jnp.where(placed, jax.random.randint(k_face, due.shape, 0, 4), avatars.facing)
     removed = jnp.where(due & ~placed, 1, jnp.maximum(avatars.removed - 1, 0))
     return avatars.replace(pos=pos, facing=facing.astype(jnp.int32), removed=removed.astype(jnp.int32))
 
 
-def start(key: jax.Array, n: int, spawn_points: jax.Array, first: np.ndarray | None = None) -> Avatars:
-    """N agents on distinct spawn points, facing random ways; the agents 0..k-1 on the
-    cells `first` ([k, 2]) when given (Melting Pot's inside spawn points)."""
+def start(key: jax.Array, n: int, spawn_points: np.ndarray, first: np.ndarray | None = None) -> Avatars:
+    """N agents on distinct spawn points ([H, W] bool, a constant), facing random
+    ways; the agents 0..k-1 on the cells `first` ([k, 2]) when given (Melting Pot's
+    inside spawn points)."""
     k_pos, k_face = jax.random.split(key)
     k = 0 if first is None else min(n, len(first))
     pos = jnp.zeros((n, 2), jnp.int32)
-    taken = jnp.zeros(spawn_points.shape, bool)
     if first is not None and k:
-        fixed = jnp.asarray(np.asarray(first[:k], np.int32))
-        pos, taken = pos.at[:k].set(fixed), taken.at[fixed[:, 0], fixed[:, 1]].set(True)
-    pos, _ = spawn(k_pos, spawn_points, taken, jnp.arange(n) >= k, pos)
+        pos = pos.at[:k].set(jnp.asarray(np.asarray(first[:k], np.int32)))
+    pos, _ = spawn(k_pos, spawn_points, pos, jnp.arange(n) < k, jnp.arange(n) >= k, pos)
     return Avatars(pos=pos, facing=jax.random.randint(k_face, (n,), 0, 4).astype(jnp.int32),
                    removed=jnp.zeros((n,), jnp.int32), cooldown=jnp.zeros((n,), jnp.int32))
 

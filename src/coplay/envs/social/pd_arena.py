@@ -122,7 +122,7 @@ class PDArena(Env):
         self.interact_cooldown, self.interaction_timeout = interact_cooldown, interaction_timeout
         self.view = (view_ahead, view_behind, view_side)
         self.walls = jnp.asarray(cells["wall"])
-        self.spawn_points = jnp.asarray(cells["spawn"])
+        self.spawn_points = cells["spawn"]
         self.fixed_kind = jnp.asarray(np.where(cells["cooperate"], 0, np.where(cells["defect"], 1, -1)), jnp.int32)
         self.either = jnp.asarray(cells["either"])
         h, w = self.walls.shape
