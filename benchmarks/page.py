@@ -33,6 +33,7 @@ PAGE = ROOT / "BENCHMARKS.md"
 ORDER: list[tuple[str, str | None]] = [
     # beside other libraries, the largest and most-asked first
     ("env_throughput", None),
+    ("social_throughput", None),
     ("adapter_overhead", None),
     ("host_envs", None),
     ("train_throughput", None),
