@@ -41,10 +41,10 @@ import numpy as np
 from flax import struct
 
 from coplay.core.env import Env
-from coplay.core.errors import ConfigError
-from coplay.core.spaces import Box, Discrete, outside
+from coplay.core.spaces import Box, Discrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.social import grid
+from coplay.envs.social.grid import need, whole
 from coplay.envs.social.metrics import Tally, report
 
 ZAP, CLEAN = 7, 8
@@ -100,13 +100,6 @@ class CleanUp(Env):
         cells = grid.parse_map(MAP, LEGEND)
         spawns = int(cells["spawn"].sum())
 
-        def need(name, value, ok, what):
-            if isinstance(value, bool) or not ok:
-                raise ConfigError(f"{name}={value!r} is out of range; it must be {what}")
-
-        def whole(v, lo, hi=10**9):
-            return isinstance(v, int) and lo <= v <= hi
-
         def number(v, lo, hi):
             return isinstance(v, (int, float)) and lo <= v <= hi
 
@@ -122,8 +115,7 @@ class CleanUp(Env):
             need(name, v, whole(v, 0), "an integer >= 0")
         need("zap_timeout", zap_timeout, whole(zap_timeout, 1), "an integer >= 1")
         need("clean_cost", clean_cost, number(clean_cost, 0, 1e9), "a number >= 0")
-        for name, v in (("view_ahead", view_ahead), ("view_behind", view_behind), ("view_side", view_side)):
-            need(name, v, whole(v, 0, 32), "an integer in [0, 32]")
+        grid.check_view(view_ahead, view_behind, view_side)
         self.n_agents, self.max_steps = n_agents, max_steps
         self.apple_rate, self.depletion, self.restoration = float(apple_rate), float(depletion), float(restoration)
         self.dirt_rate, self.dirt_delay = float(dirt_rate), dirt_delay
@@ -163,13 +155,10 @@ class CleanUp(Env):
 
     # ----- dynamics -----------------------------------------------------------------------------
     def _step(self, state: CleanUpState, actions: jax.Array, key: jax.Array) -> tuple[CleanUpState, TimeStep]:
-        k_back, k_move, k_grow, k_dirt, k_where = jax.random.split(key, 5)
-        invalid = outside(self.spec.action_space, actions)
-        actions = jnp.where(invalid, grid.STAY, actions).astype(jnp.int32)
-        avatars = grid.return_removed(state.avatars, k_back, self.spawn_points)
-        present = avatars.present
-        pos, facing = grid.move(avatars.pos, avatars.facing, actions, present, self.walls, k_move)
-        avatars = avatars.replace(pos=pos, facing=facing)
+        k_begin, k_grow, k_dirt, k_where = jax.random.split(key, 4)
+        avatars, actions, invalid, present = grid.begin_step(state.avatars, actions, 9, self.walls,
+                                                             self.spawn_points, k_begin)
+        pos, facing = avatars.pos, avatars.facing
         eats = present & state.apples[pos[:, 0], pos[:, 1]]
         apples = state.apples.at[pos[:, 0], pos[:, 1]].min(~present)
         # cleaning: each lane of a ready beam cleans up to its first dirt

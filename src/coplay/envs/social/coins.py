@@ -29,10 +29,10 @@ import numpy as np
 from flax import struct
 
 from coplay.core.env import Env
-from coplay.core.errors import ConfigError
-from coplay.core.spaces import Box, Discrete, outside
+from coplay.core.spaces import Box, Discrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.social import grid
+from coplay.envs.social.grid import need, whole
 from coplay.envs.social.metrics import Tally, report
 
 NO_COIN = -1
@@ -49,13 +49,6 @@ class Coins(Env):
     def __init__(self, n_agents: int = 2, height: int = 10, width: int = 10, max_steps: int = 500,
                  regrow_rate: float = 0.0005, own_reward: float = 1.0, other_reward: float = 1.0,
                  owner_penalty: float = -2.0, view_ahead: int = 9, view_behind: int = 1, view_side: int = 5):
-        def need(name, value, ok, what):
-            if isinstance(value, bool) or not ok:
-                raise ConfigError(f"{name}={value!r} is out of range; it must be {what}")
-
-        def whole(v, lo, hi=10**9):
-            return isinstance(v, int) and lo <= v <= hi
-
         need("height", height, whole(height, 3, 64), "an integer in [3, 64]")
         need("width", width, whole(width, 3, 64), "an integer in [3, 64]")
         need("n_agents", n_agents, whole(n_agents, 2, min(16, height * width // 2)),
@@ -65,8 +58,7 @@ class Coins(Env):
              f"a number in [0, 1/n_agents = {1 / n_agents:g}]")
         for name, v in (("own_reward", own_reward), ("other_reward", other_reward), ("owner_penalty", owner_penalty)):
             need(name, v, isinstance(v, (int, float)), "a number")
-        for name, v in (("view_ahead", view_ahead), ("view_behind", view_behind), ("view_side", view_side)):
-            need(name, v, whole(v, 0, 32), "an integer in [0, 32]")
+        grid.check_view(view_ahead, view_behind, view_side)
         self.n_agents, self.max_steps, self.regrow_rate = n_agents, max_steps, float(regrow_rate)
         self.own_reward, self.other_reward, self.owner_penalty = float(own_reward), float(other_reward), \
             float(owner_penalty)
@@ -93,12 +85,9 @@ class Coins(Env):
     # ----- dynamics -----------------------------------------------------------------------------
     def _step(self, state: CoinsState, actions: jax.Array, key: jax.Array) -> tuple[CoinsState, TimeStep]:
         n = self.n_agents
-        k_move, k_grow, k_colour = jax.random.split(key, 3)
-        invalid = outside(self.spec.action_space, actions)
-        actions = jnp.where(invalid, grid.STAY, actions).astype(jnp.int32)
-        a = state.avatars
-        pos, facing = grid.move(a.pos, a.facing, actions, a.present, self.walls, k_move)
-        avatars = a.replace(pos=pos, facing=facing)
+        k_begin, k_grow, k_colour = jax.random.split(key, 3)
+        avatars, actions, invalid, _ = grid.begin_step(state.avatars, actions, 7, self.walls, None, k_begin)
+        pos = avatars.pos
         taken = state.coins[pos[:, 0], pos[:, 1]]                                   # [N] colour under each agent
         got = taken != NO_COIN
         own = got & (taken == jnp.arange(n))

@@ -42,9 +42,10 @@ from flax import struct
 
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
-from coplay.core.spaces import Box, Discrete, outside
+from coplay.core.spaces import Box, Discrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.social import grid
+from coplay.envs.social.grid import need, whole
 from coplay.envs.social.metrics import Tally, report
 
 ZAP = 7
@@ -156,13 +157,6 @@ class CommonsHarvest(Env):
         zap_cooldown = ZAP_COOLDOWN[layout] if zap_cooldown is None else zap_cooldown
         beam_length = BEAM_LENGTH[layout] if beam_length is None else beam_length
 
-        def need(name, value, ok, what):
-            if isinstance(value, bool) or not ok:
-                raise ConfigError(f"{name}={value!r} is out of range; it must be {what}")
-
-        def whole(v, lo, hi=10**9):
-            return isinstance(v, int) and lo <= v <= hi
-
         need("n_agents", n_agents, whole(n_agents, 1, spawn_count), f"an integer in [1, {spawn_count}] (the map's "
              "spawn points)")
         need("max_steps", max_steps, whole(max_steps, 1), "an integer >= 1")
@@ -174,8 +168,7 @@ class CommonsHarvest(Env):
         need("zap_cooldown", zap_cooldown, whole(zap_cooldown, 0), "an integer >= 0")
         need("beam_length", beam_length, whole(beam_length, 0), "an integer >= 0 (0: no zapping)")
         need("beam_radius", beam_radius, whole(beam_radius, 0), "an integer >= 0")
-        for name, v in (("view_ahead", view_ahead), ("view_behind", view_behind), ("view_side", view_side)):
-            need(name, v, whole(v, 0, 32), "an integer in [0, 32]")
+        grid.check_view(view_ahead, view_behind, view_side)
         for name, cost in (("zap_cost", zap_cost), ("zap_penalty", zap_penalty)):
             need(name, cost, isinstance(cost, (int, float)) and cost >= 0, "a number >= 0")
         self.layout, self.n_agents, self.max_steps = layout, n_agents, max_steps
@@ -209,13 +202,10 @@ class CommonsHarvest(Env):
 
     # ----- dynamics -----------------------------------------------------------------------------
     def _step(self, state: HarvestState, actions: jax.Array, key: jax.Array) -> tuple[HarvestState, TimeStep]:
-        k_back, k_move, k_grow = jax.random.split(key, 3)
-        invalid = outside(self.spec.action_space, actions)
-        actions = jnp.where(invalid, grid.STAY, actions).astype(jnp.int32)
-        avatars = grid.return_removed(state.avatars, k_back, self.spawn_points)
-        present = avatars.present
-        pos, facing = grid.move(avatars.pos, avatars.facing, actions, present, self.walls, k_move)
-        avatars = avatars.replace(pos=pos, facing=facing)
+        k_begin, k_grow = jax.random.split(key)
+        avatars, actions, invalid, present = grid.begin_step(state.avatars, actions, 8, self.walls,
+                                                             self.spawn_points, k_begin)
+        pos = avatars.pos
         # eat: an apple under a present agent
         eats = present & state.apples[pos[:, 0], pos[:, 1]]
         apples = state.apples.at[pos[:, 0], pos[:, 1]].min(~present)

@@ -34,10 +34,10 @@ import numpy as np
 from flax import struct
 
 from coplay.core.env import Env
-from coplay.core.errors import ConfigError
-from coplay.core.spaces import Box, Discrete, outside
+from coplay.core.spaces import Box, Discrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.social import grid
+from coplay.envs.social.grid import need, whole
 from coplay.envs.social.metrics import Tally, report
 
 MINE = 7
@@ -106,13 +106,6 @@ class CoopMining(Env):
         cells = grid.parse_map(MAP, LEGEND)
         spawns = int(cells["spawn"].sum())
 
-        def need(name, value, ok, what):
-            if isinstance(value, bool) or not ok:
-                raise ConfigError(f"{name}={value!r} is out of range; it must be {what}")
-
-        def whole(v, lo, hi=10**9):
-            return isinstance(v, int) and lo <= v <= hi
-
         need("n_agents", n_agents, whole(n_agents, 2, spawns), f"an integer in [2, {spawns}] (the spawn points)")
         need("max_steps", max_steps, whole(max_steps, 1), "an integer >= 1")
         for name, v in (("iron_rate", iron_rate), ("gold_rate", gold_rate)):
@@ -122,8 +115,7 @@ class CoopMining(Env):
         need("gold_window", gold_window, whole(gold_window, 1), "an integer >= 1 (1: both miners in one step)")
         need("beam_length", beam_length, whole(beam_length, 1), "an integer >= 1")
         need("mine_cooldown", mine_cooldown, whole(mine_cooldown, 0), "an integer >= 0")
-        for name, v in (("view_ahead", view_ahead), ("view_behind", view_behind), ("view_side", view_side)):
-            need(name, v, whole(v, 0, 32), "an integer in [0, 32]")
+        grid.check_view(view_ahead, view_behind, view_side)
         self.n_agents, self.max_steps = n_agents, max_steps
         self.iron_rate, self.gold_rate = float(iron_rate), float(gold_rate)
         self.iron_reward, self.gold_reward, self.gold_window = float(iron_reward), float(gold_reward), gold_window
@@ -154,11 +146,9 @@ class CoopMining(Env):
     # ----- dynamics -----------------------------------------------------------------------------
     def _step(self, state: MiningState, actions: jax.Array, key: jax.Array) -> tuple[MiningState, TimeStep]:
         n = self.n_agents
-        k_move, k_order, k_grow, k_kind = jax.random.split(key, 4)
-        invalid = outside(self.spec.action_space, actions)
-        actions = jnp.where(invalid, grid.STAY, actions).astype(jnp.int32)
-        a = state.avatars
-        pos, facing = grid.move(a.pos, a.facing, actions, a.present, self.walls, k_move)
+        k_begin, k_order, k_grow = jax.random.split(key, 3)
+        moved, actions, invalid, _ = grid.begin_step(state.avatars, actions, 8, self.walls, None, k_begin)
+        a, pos, facing = state.avatars, moved.pos, moved.facing
         mining = (actions == MINE) & a.present & (a.cooldown == 0)
 
         def hit(carry, i):

@@ -27,6 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from coplay.core.errors import ConfigError
+
 STAY, FORWARD, BACKWARD, STEP_LEFT, STEP_RIGHT, TURN_LEFT, TURN_RIGHT = range(7)
 MOVE_NAMES = ("stay", "forward", "backward", "step_left", "step_right", "turn_left", "turn_right")
 HEADINGS = jnp.array([[-1, 0], [0, 1], [1, 0], [0, -1]], jnp.int32)   # facing -> (d_row, d_col)
@@ -43,6 +45,22 @@ class Avatars(struct.PyTreeNode):
     @property
     def present(self) -> jax.Array:
         return self.removed == 0
+
+
+def need(name: str, value: Any, ok: bool, what: str) -> None:
+    """A constructor's check: ConfigError naming the value and what it must be unless `ok`
+    (a bool is never a number here)."""
+    if isinstance(value, bool) or not ok:
+        raise ConfigError(f"{name}={value!r} is out of range; it must be {what}")
+
+
+def whole(value: Any, lo: int, hi: int = 10**9) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+
+
+def check_view(ahead: int, behind: int, side: int) -> None:
+    for name, v in (("view_ahead", ahead), ("view_behind", behind), ("view_side", side)):
+        need(name, v, whole(v, 0, 32), "an integer in [0, 32]")
 
 
 def parse_map(rows: tuple[str, ...] | list[str], legend: dict[str, str]) -> dict[str, np.ndarray]:
@@ -184,6 +202,23 @@ def zap(avatars: Avatars, firing: jax.Array, walls: jax.Array, length: int, radi
     avatars = avatars.replace(removed=jnp.where(struck, timeout, avatars.removed),
                               cooldown=jnp.where(fired, cooldown, jnp.maximum(avatars.cooldown - 1, 0)))
     return avatars, fired, hit
+
+
+def begin_step(avatars: Avatars, actions: jax.Array, num_actions: int, walls: jax.Array,
+               spawn_points: np.ndarray | None, key: jax.Array) -> tuple[Avatars, jax.Array, jax.Array, jax.Array]:
+    """What every grid step starts with: actions out of range become stay (and are
+    counted), removed agents whose time is up come back (`return_removed`, where
+    agents can be removed: `spawn_points` given), then everyone moves (`move`).
+    Returns (avatars, actions, invalid [N] bool, present [N] bool: on the map for
+    this step)."""
+    k_back, k_move = jax.random.split(key)
+    invalid = (actions < 0) | (actions >= num_actions)
+    actions = jnp.where(invalid, STAY, actions).astype(jnp.int32)
+    if spawn_points is not None:
+        avatars = return_removed(avatars, k_back, spawn_points)
+    present = avatars.present
+    pos, facing = move(avatars.pos, avatars.facing, actions, present, walls, k_move)
+    return avatars.replace(pos=pos, facing=facing), actions, invalid, present
 
 
 def return_removed(avatars: Avatars, key: jax.Array, spawn_points: np.ndarray) -> Avatars:

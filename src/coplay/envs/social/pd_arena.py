@@ -39,10 +39,10 @@ import numpy as np
 from flax import struct
 
 from coplay.core.env import Env
-from coplay.core.errors import ConfigError
-from coplay.core.spaces import Box, Discrete, outside
+from coplay.core.spaces import Box, Discrete
 from coplay.core.types import EnvSpec, TimeStep
 from coplay.envs.social import grid
+from coplay.envs.social.grid import need, whole
 from coplay.envs.social.metrics import Tally, report
 
 INTERACT = 7
@@ -95,13 +95,6 @@ class PDArena(Env):
         cells = grid.parse_map(MAP, LEGEND)
         spawns = int(cells["spawn"].sum())
 
-        def need(name, value, ok, what):
-            if isinstance(value, bool) or not ok:
-                raise ConfigError(f"{name}={value!r} is out of range; it must be {what}")
-
-        def whole(v, lo, hi=10**9):
-            return isinstance(v, int) and lo <= v <= hi
-
         need("n_agents", n_agents, whole(n_agents, 2, spawns), f"an integer in [2, {spawns}] (the spawn points)")
         need("max_steps", max_steps, whole(max_steps, 1), "an integer >= 1")
         matrix = np.asarray(payoff, dtype=float) if np.ndim(payoff) == 2 else np.zeros(0)
@@ -113,8 +106,7 @@ class PDArena(Env):
                             ("interact_cooldown", interact_cooldown, 0),
                             ("interaction_timeout", interaction_timeout, 1)):
             need(name, v, whole(v, lo), f"an integer >= {lo}")
-        for name, v in (("view_ahead", view_ahead), ("view_behind", view_behind), ("view_side", view_side)):
-            need(name, v, whole(v, 0, 32), "an integer in [0, 32]")
+        grid.check_view(view_ahead, view_behind, view_side)
         self.n_agents, self.max_steps = n_agents, max_steps
         self.payoff = jnp.asarray(matrix, jnp.float32)
         self.regrow_rate, self.regrow_delay, self.max_inventory = float(regrow_rate), regrow_delay, max_inventory
@@ -148,13 +140,10 @@ class PDArena(Env):
     # ----- dynamics -----------------------------------------------------------------------------
     def _step(self, state: ArenaState, actions: jax.Array, key: jax.Array) -> tuple[ArenaState, TimeStep]:
         n = self.n_agents
-        k_back, k_move, k_order, k_grow = jax.random.split(key, 4)
-        invalid = outside(self.spec.action_space, actions)
-        actions = jnp.where(invalid, grid.STAY, actions).astype(jnp.int32)
-        a = grid.return_removed(state.avatars, k_back, self.spawn_points)
-        pos, facing = grid.move(a.pos, a.facing, actions, a.present, self.walls, k_move)
-        a = a.replace(pos=pos, facing=facing)
-        present = a.present
+        k_begin, k_order, k_grow = jax.random.split(key, 3)
+        a, actions, invalid, present = grid.begin_step(state.avatars, actions, 8, self.walls, self.spawn_points,
+                                                       k_begin)
+        pos, facing = a.pos, a.facing
         # collect
         picked = present & state.full[pos[:, 0], pos[:, 1]]
         kind_here = state.kind[pos[:, 0], pos[:, 1]]
