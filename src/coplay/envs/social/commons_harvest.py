@@ -29,8 +29,9 @@ as wall; a removed agent sees zeros and is inactive (`active` false: its steps
 enter no loss). global_state: [H, W, 2 + N] the map's wall and apple planes and
 one plane per agent (its cell while on the map).
 info: "apples" apples on the map; "eaten" apples eaten this step; "zaps" beams
-fired; "zapping" [N] which agents fired one; "zapped" agents removed this step; "removed" agents off the map; and the
-social metrics (`coplay.envs.social.metrics`) on the episode's last step.
+fired; "zapping" [N] which agents fired one; "zapped" agents removed this step;
+"removed" agents off the map; and the social metrics (`coplay.envs.social.metrics`)
+on the episode's last step.
 """
 
 from __future__ import annotations
