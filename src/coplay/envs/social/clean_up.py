@@ -193,16 +193,17 @@ class CleanUp(Env):
     def _timestep(self, state: CleanUpState, reward, done, eaten, cleaned, cleaners, zapping, zapped,
                   invalid) -> TimeStep:
         a = state.avatars
+        on = grid.occupancy(a.pos, a.present, self.walls.shape)
         items = jnp.stack([self.walls, state.apples, state.dirt, self.river], -1)
         ready = jnp.stack([a.cooldown == 0, state.clean_cooldown == 0], -1)
-        obs = grid.observe(a, items, ready, self.view)
+        obs = grid.observe(a, on, items, ready, self.view)
         info = {"apples": jnp.sum(state.apples, dtype=jnp.int32), "dirt": jnp.sum(state.dirt, dtype=jnp.int32),
                 "pollution": self.pollution(state.dirt).astype(jnp.float32), "eaten": eaten, "cleaned": cleaned,
                 "cleaners": cleaners, "zaps": jnp.sum(zapping, dtype=jnp.int32), "zapping": zapping, "zapped": zapped,
                 "removed": jnp.sum(~a.present, dtype=jnp.int32),
                 "invalid_actions": invalid, **report(state.tally, done)}
         return TimeStep(obs=obs, reward=reward, done=done, truncated=done, active=a.present,
-                        action_mask=grid.legal(a, 9), global_state=grid.world(a, items), info=info)
+                        action_mask=grid.legal(a, 9), global_state=grid.world(on, items), info=info)
 
     # ----- rendering ----------------------------------------------------------------------------
     def render_text(self, state: CleanUpState) -> str:

@@ -114,9 +114,10 @@ class Coins(Env):
         mine = state.coins[None] == jnp.arange(n)[:, None, None]                        # [N, H, W]
         walls = jnp.broadcast_to(self.walls, mine.shape)
         items = jnp.stack([walls, mine, present[None] & ~mine], -1)                     # [N, H, W, 3]
-        obs = grid.observe(a, items, jnp.zeros((n, 0), bool), self.view)
+        on = grid.occupancy(a.pos, a.present, self.walls.shape)
+        obs = grid.observe(a, on, items, jnp.zeros((n, 0), bool), self.view)
         colours = jnp.moveaxis(mine, 0, -1)                                             # [H, W, N]
-        world = grid.world(a, jnp.concatenate([self.walls[..., None], colours], -1))
+        world = grid.world(on, jnp.concatenate([self.walls[..., None], colours], -1))
         info = {"coins": jnp.sum(present, dtype=jnp.int32), "own_coins": own, "other_coins": other,
                 "invalid_actions": invalid, **report(state.tally, done)}
         return TimeStep(obs=obs, reward=reward, done=done, truncated=done, active=a.present,

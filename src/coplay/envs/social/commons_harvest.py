@@ -230,14 +230,15 @@ class CommonsHarvest(Env):
     # ----- observation --------------------------------------------------------------------------
     def _timestep(self, state: HarvestState, reward, done, truncated, eaten, zapping, zapped, invalid) -> TimeStep:
         a = state.avatars
+        on = grid.occupancy(a.pos, a.present, self.walls.shape)
         items = jnp.stack([self.walls, state.apples], -1)
-        obs = grid.observe(a, items, (a.cooldown == 0)[:, None], self.view)
+        obs = grid.observe(a, on, items, (a.cooldown == 0)[:, None], self.view)
         info = {"apples": jnp.sum(state.apples, dtype=jnp.int32), "eaten": eaten,
                 "zaps": jnp.sum(zapping, dtype=jnp.int32), "zapping": zapping, "zapped": zapped,
                 "removed": jnp.sum(~a.present, dtype=jnp.int32), "invalid_actions": invalid,
                 **report(state.tally, done)}
         return TimeStep(obs=obs, reward=reward, done=done, truncated=truncated, active=a.present,
-                        action_mask=grid.legal(a, 8), global_state=grid.world(a, items), info=info)
+                        action_mask=grid.legal(a, 8), global_state=grid.world(on, items), info=info)
 
     # ----- rendering ----------------------------------------------------------------------------
     def render_text(self, state: HarvestState) -> str:

@@ -87,13 +87,9 @@ class MiningState(struct.PyTreeNode):
 def first_ore_ahead(pos: jax.Array, facing: jax.Array, length: int, walls: jax.Array,
                     ore: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(cell [2], found []) the first cell with ore within `length` cells straight
-    ahead of one agent, before any wall."""
-    h, w = walls.shape
-    cells = pos[None] + jnp.arange(1, length + 1)[:, None] * grid.HEADINGS[facing][None]      # [L, 2]
-    inside = (cells[:, 0] >= 0) & (cells[:, 0] < h) & (cells[:, 1] >= 0) & (cells[:, 1] < w)
-    r, c = jnp.clip(cells[:, 0], 0, h - 1), jnp.clip(cells[:, 1], 0, w - 1)
-    open_ = jnp.cumsum(walls[r, c] | ~inside) == 0
-    hit = open_ & (ore[r, c] != EMPTY)
+    ahead of one agent, before any wall (a beam of radius 0: `grid.lanes`)."""
+    r, c, open_ = grid.lanes(pos, facing, length, 0, walls)
+    r, c, hit = r[:, 0], c[:, 0], open_[:, 0] & (ore[r[:, 0], c[:, 0]] != EMPTY)
     k = jnp.argmax(hit)
     return jnp.stack([r[k], c[k]]), jnp.any(hit)
 
@@ -194,12 +190,13 @@ class CoopMining(Env):
     def _timestep(self, state: MiningState, reward, done, iron, gold, started, expired, mining,
                   invalid) -> TimeStep:
         a = state.avatars
+        on = grid.occupancy(a.pos, a.present, self.walls.shape)
         items = jnp.stack([self.walls, state.ore == IRON, state.ore == GOLD, state.ore == PARTIAL], -1)
-        obs = grid.observe(a, items, (a.cooldown == 0)[:, None], self.view)
+        obs = grid.observe(a, on, items, (a.cooldown == 0)[:, None], self.view)
         info = {"iron_mined": iron, "gold_mined": gold, "gold_started": started, "gold_expired": expired,
                 "mining": mining, "invalid_actions": invalid, **report(state.tally, done)}
         return TimeStep(obs=obs, reward=reward, done=done, truncated=done, active=a.present,
-                        action_mask=grid.legal(a, 8), global_state=grid.world(a, items), info=info)
+                        action_mask=grid.legal(a, 8), global_state=grid.world(on, items), info=info)
 
     # ----- rendering ----------------------------------------------------------------------------
     def render_text(self, state: MiningState) -> str:

@@ -136,24 +136,31 @@ def egocentric(image: jax.Array, pos: jax.Array, facing: jax.Array, ahead: int, 
     return jnp.where(inside[..., None], seen, fill)
 
 
-def beam(pos: jax.Array, facing: jax.Array, length: int, radius: int, walls: jax.Array,
-         absorbs: jax.Array | None = None) -> jax.Array:
-    """[N, H, W] bool: the cells each agent's beam reaches: `length` cells ahead in
-    each of the 2 radius + 1 lanes centred on the agent, each lane stopped by the
-    first wall in it (not reached) or the first cell of `absorbs` ([H, W] bool;
-    reached)."""
+def lanes(pos: jax.Array, facing: jax.Array, length: int, radius: int,
+          walls: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """One agent's beam lanes: `length` cells ahead in each of the 2 radius + 1 lanes
+    centred on it. Returns (row, col, open), each [L, 2r+1]: the cells (clipped to the
+    map) and whether each lies before its lane's first wall (or the map's edge)."""
     h, w = walls.shape
     steps = jnp.arange(1, length + 1)[:, None, None]                             # [L, 1, 1]
-    lanes = jnp.arange(-radius, radius + 1)[None, :, None]                       # [1, 2r+1, 1]
+    across = jnp.arange(-radius, radius + 1)[None, :, None]                      # [1, 2r+1, 1]
+    cells = pos[None, None] + steps * HEADINGS[facing] + across * HEADINGS[(facing + 1) % 4]   # [L, 2r+1, 2]
+    inside = (cells[..., 0] >= 0) & (cells[..., 0] < h) & (cells[..., 1] >= 0) & (cells[..., 1] < w)
+    r, c = jnp.clip(cells[..., 0], 0, h - 1), jnp.clip(cells[..., 1], 0, w - 1)
+    return r, c, jnp.cumsum(walls[r, c] | ~inside, axis=0) == 0
+
+
+def beam(pos: jax.Array, facing: jax.Array, length: int, radius: int, walls: jax.Array,
+         absorbs: jax.Array | None = None) -> jax.Array:
+    """[N, H, W] bool: the cells each agent's beam reaches (`lanes`), each lane
+    stopped by the first wall in it (not reached) or the first cell of `absorbs`
+    ([H, W] bool; reached)."""
+    h, w = walls.shape
 
     def one(p, f):
-        cells = p[None, None] + steps * HEADINGS[f] + lanes * HEADINGS[(f + 1) % 4]   # [L, 2r+1, 2]
-        inside = (cells[..., 0] >= 0) & (cells[..., 0] < h) & (cells[..., 1] >= 0) & (cells[..., 1] < w)
-        r, c = jnp.clip(cells[..., 0], 0, h - 1), jnp.clip(cells[..., 1], 0, w - 1)
-        stop = walls[r, c] | ~inside
-        reached = jnp.cumsum(stop, axis=0) == 0                                  # before the lane's first wall
+        r, c, reached = lanes(p, f, length, radius, walls)
         if absorbs is not None:
-            caught = absorbs[r, c] & inside
+            caught = absorbs[r, c] & reached
             reached &= (jnp.cumsum(caught, axis=0) - caught) == 0               # up to its first absorber
         return jnp.zeros((h, w), bool).at[r, c].max(reached)
 
@@ -247,14 +254,14 @@ def start(key: jax.Array, n: int, spawn_points: np.ndarray, first: np.ndarray | 
                    removed=jnp.zeros((n,), jnp.int32), cooldown=jnp.zeros((n,), jnp.int32))
 
 
-def observe(avatars: Avatars, items: jax.Array, ready: jax.Array, view: tuple[int, int, int]) -> jax.Array:
+def observe(avatars: Avatars, on: jax.Array, items: jax.Array, ready: jax.Array,
+            view: tuple[int, int, int]) -> jax.Array:
     """Each agent's window: [N, V, W, K + 1 + B] float32, the map's item planes
     (`items` [H, W, K], plane 0 the wall, which cells past the edge read as), a plane
-    of the other agents, and B planes of ones for `ready` ([N, B] bool: a beam that
-    can fire). `items` may be [N, H, W, K], each agent's own. A removed agent sees
-    zeros."""
+    of the other agents (`on`, the agents' `occupancy`), and B planes of ones for
+    `ready` ([N, B] bool: a beam that can fire). `items` may be [N, H, W, K], each
+    agent's own. A removed agent sees zeros."""
     present = avatars.present
-    on = occupancy(avatars.pos, present, items.shape[-3:-1])                                # [N, H, W]
     others = jnp.any(on, axis=0)[None] & ~on
     n, h, w = on.shape
     planes = jnp.concatenate([jnp.broadcast_to(items, (n, h, w, items.shape[-1])), others[..., None],
@@ -265,10 +272,9 @@ def observe(avatars: Avatars, items: jax.Array, ready: jax.Array, view: tuple[in
     return jnp.where(present[:, None, None, None], obs, 0.0)
 
 
-def world(avatars: Avatars, items: jax.Array) -> jax.Array:
+def world(on: jax.Array, items: jax.Array) -> jax.Array:
     """The global state: [H, W, K + N] float32, the item planes and one plane per
-    agent (its cell while on the map)."""
-    on = occupancy(avatars.pos, avatars.present, items.shape[:2])
+    agent (`on`, the agents' `occupancy`: its cell while on the map)."""
     return jnp.concatenate([items, jnp.moveaxis(on, 0, -1)], -1).astype(jnp.float32)
 
 

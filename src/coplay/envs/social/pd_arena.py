@@ -191,15 +191,16 @@ class PDArena(Env):
     def _timestep(self, state: ArenaState, reward, done, interactions, cooperation, collected, interacting,
                   invalid) -> TimeStep:
         a = state.avatars
+        on = grid.occupancy(a.pos, a.present, self.walls.shape)
         items = jnp.stack([self.walls, state.full & (state.kind == 0), state.full & (state.kind == 1)], -1)
         holding = jnp.sum(state.inventory, axis=1) > 0
-        seen = grid.observe(a, items, ((a.cooldown == 0) & holding)[:, None], self.view)      # [N, V, W, 5]
+        seen = grid.observe(a, on, items, ((a.cooldown == 0) & holding)[:, None], self.view)      # [N, V, W, 5]
         own = (state.inventory / self.max_inventory * a.present[:, None]).astype(jnp.float32)   # [N, 2]
         obs = jnp.concatenate([seen, jnp.broadcast_to(own[:, None, None, :], (*seen.shape[:3], 2))], -1)
         info = {"interactions": interactions, "cooperation": cooperation, "collected": collected,
                 "interacting": interacting, "invalid_actions": invalid, **report(state.tally, done)}
         return TimeStep(obs=obs, reward=reward, done=done, truncated=done, active=a.present,
-                        action_mask=grid.legal(a, 8), global_state=grid.world(a, items), info=info)
+                        action_mask=grid.legal(a, 8), global_state=grid.world(on, items), info=info)
 
     # ----- rendering ----------------------------------------------------------------------------
     def render_text(self, state: ArenaState) -> str:
