@@ -1,4 +1,4 @@
-"""`coplay train | solve | eval | tournament | sweep | list`."""
+"""`coplay train | solve | eval | record | tournament | scenario | sweep | list | lm`."""
 
 from __future__ import annotations
 
@@ -171,6 +171,18 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_scenario(args: argparse.Namespace) -> int:
+    from coplay.experiment.scenario import run_scenarios
+
+    focal = [a for a in args.focal if "=" not in a]
+    overrides = [a for a in args.focal if "=" in a]
+    out = run_scenarios(focal, overrides, background=args.background, kinds=args.kinds, episodes=args.episodes,
+                        out_dir=args.out, seed=args.seed, bootstrap=args.bootstrap)
+    print(out["text"])
+    print(f"written: {out['out_dir']}/scenarios.md, scenarios.json, scenarios.png")
+    return 0
+
+
 SWEEP_EPILOG = """Overrides as for coplay train; a list is a swept axis:
   key=a,b,c or key=[a,b,c]   every value (grid) or one of them (random)
   key=uniform(a,b) | loguniform(a,b) | randint(a,b)   random search only
@@ -267,6 +279,23 @@ def build_parser() -> argparse.ArgumentParser:
                              "or local (a local Ray instance); default: in this process")
     p_tour.set_defaults(func=_cmd_tournament)
 
+    p_scen = sub.add_parser(
+        "scenario", help="score focal populations against background populations (Melting Pot's protocol)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="focal populations: run directories (each seed a population), <run dir>@<seed>, or scripted players\n"
+               "  coplay scenario runs/harvest sustainable_harvester env=commons_harvest --episodes 16\n"
+               "  coplay scenario runs/a env=clean_up --kinds visitor,half --background cleaner,mixed,runs/b")
+    p_scen.add_argument("focal", nargs="+", help="focal populations, then env=<name> [env.<field>=value]")
+    p_scen.add_argument("--background", default=None,
+                        help="comma-separated background populations: scripted players, mixed, run directories "
+                             "(default: each scripted player of the substrate, and mixed)")
+    p_scen.add_argument("--kinds", default=None, help="comma-separated: resident, visitor, half (default all)")
+    p_scen.add_argument("--episodes", type=int, default=16, help="episodes per scenario and population (default 16)")
+    p_scen.add_argument("--out", default=None, help="output directory (default runs/scenario-<time>-<env>)")
+    p_scen.add_argument("--seed", type=int, default=0, help="random seed of the episodes and the bootstrap")
+    p_scen.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples of the intervals")
+    p_scen.set_defaults(func=_cmd_scenario)
+
     p_sweep = sub.add_parser(
         "sweep", help="grid or random search over config values and seeds, as Ray Tune trials",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SWEEP_EPILOG)
@@ -306,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # The verbs whose positional arguments are key=value overrides, with where they go.
 _OVERRIDES = {"train": "overrides", "solve": "overrides", "sweep": "overrides", "tournament": "players",
+              "scenario": "focal",
               "record": "env"}
 
 

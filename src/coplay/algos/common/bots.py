@@ -109,11 +109,30 @@ class BotEntry(NamedTuple):
 
 
 # Scripted players by name, for `coplay tournament` and the seats a learner trains against.
-Bot = Literal["random", "minimax"]
+Bot = Literal["random", "minimax", "harvester", "sustainable_harvester", "zapper", "cleaner", "cooperator",
+              "defector", "punisher"]
+
+
+def _social(name: str, description: str) -> BotEntry:
+    """A scripted player of the mixed-motive societies (`coplay.envs.social.bots`)."""
+    from coplay.envs.social import bots as social
+
+    games = [sub for sub, named in social._substrate_bots().items() if name in named]
+    return BotEntry(lambda env: social.social_bot(name, env), description, ", ".join(games),
+                    lambda env: name in social.bots_for(env))
+
+
 BOTS: dict[str, BotEntry] = {
     "random": BotEntry(random_policy, "uniformly random legal moves (any game)"),
     "minimax": BotEntry(tic_tac_toe_minimax, "perfect play, random among optimal moves (tic-tac-toe)",
                         "tic-tac-toe", is_tic_tac_toe),
+    "harvester": _social("harvester", "eats the nearest apple"),
+    "sustainable_harvester": _social("sustainable_harvester", "eats only apples that leave their patch regrowing"),
+    "zapper": _social("zapper", "eats the nearest apple and zaps agents straight ahead"),
+    "cleaner": _social("cleaner", "cleans the river, never eats"),
+    "cooperator": _social("cooperator", "the substrate's cooperative behaviour (own coins, gold, cooperation)"),
+    "defector": _social("defector", "the substrate's selfish behaviour (any coin, iron, defection)"),
+    "punisher": _social("punisher", "cooperates and punishes every defection it may"),
 }
 assert tuple(BOTS) == get_args(Bot), "every bot is named in the closed set Bot"
 

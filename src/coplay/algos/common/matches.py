@@ -18,6 +18,7 @@ trained or written for another environment is refused (`check_same_env`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from coplay.algos.common.rollout import play_until_done
-from coplay.core.env import Env, Wrapper
+from coplay.core.env import Env, TimeStepWrapper, Wrapper
 from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy, no_carry
 from coplay.envs.text.base import MovesAsMask
@@ -67,6 +68,28 @@ def check_same_env(env: Env, policies: dict[str, Policy] | Sequence[Policy]) -> 
                 f"observations {got[2]} and actions {got[3]}, but the games are played in {want[0]!r} "
                 f"({want[1]} agents, observations {want[2]}, actions {want[3]}); every player must be built "
                 "for the same environment")
+
+
+def seated(policy: Policy, env: Env) -> Policy:
+    """`policy` as it plays in `env`. A policy built over view-only wrappers of `env`
+    (`TimeStepWrapper`s such as `AgentID`, which a learner adds to the observations)
+    reads its observations through them (`Policy.observe`); any other policy is
+    returned as it is (and `check_same_env` refuses one built for another environment)."""
+    if policy.observe is not None or env_signature(policy.env) == env_signature(env):
+        return policy
+    views, inner = [], bare_env(policy.env)
+    while isinstance(inner, TimeStepWrapper):
+        views.append(inner)
+        inner = bare_env(inner.env)
+    if not views or env_signature(inner) != env_signature(env):
+        return policy
+
+    def observe(state: Any, ts: Any) -> jax.Array:
+        for view in reversed(views):          # the innermost first; the state passes through them unchanged
+            ts = jax.vmap(view._view)(state, ts)
+        return ts.obs
+
+    return dataclasses.replace(policy, env=inner, observe=observe)
 
 
 def _wrappers(env: Env) -> list[Env]:
@@ -159,7 +182,8 @@ def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_move
         raise ConfigError(f"{env.spec.name!r} has {n} seats, got {len(policies)} policies")
     if isinstance(opening_moves, bool) or not isinstance(opening_moves, int) or opening_moves < 0:
         raise ConfigError(f"opening_moves={opening_moves!r} must be an integer >= 0")
-    check_same_env(env, list(policies))
+    policies = [seated(p, env) for p in policies]
+    check_same_env(env, policies)
     horizon = env.spec.max_steps
     turn_based = env.spec.turn_based
 
