@@ -89,3 +89,27 @@ def test_returns_stay_the_environment_s_and_bad_settings_are_refused():
         RewardExchange(Paid(), within="team")
     with pytest.raises(ConfigError, match="has 2 objectives"):
         InequityAversion(coplay.make("treasure"))
+
+
+def test_a_run_trains_on_the_preference_its_social_field_names():
+    from coplay.experiment.compiled import plan
+    from coplay.experiment.config import parse_overrides
+
+    base = ["algo=ippo", "env=coins", "env.max_steps=20", "algo.num_envs=2", "algo.rollout_len=4", "seeds=1",
+            "total_steps=8"]
+    p = plan(parse_overrides(base + ["social=inequity_aversion:alpha=2:beta=0.5",
+                                     "algo.shaped_reward=shaping/inequity_aversion"]))
+    wrapped = p.env
+    while not isinstance(wrapped, InequityAversion):
+        wrapped = wrapped.env
+    assert (wrapped.alpha, wrapped.beta, wrapped.smoothing) == (2.0, 0.5, 0.95)
+    with pytest.raises(ConfigError, match=r"train on it with algo.shaped_reward=shaping/reward_exchange \(now ''\)"):
+        plan(parse_overrides(base + ["social=reward_exchange"]))
+    with pytest.raises(ConfigError, match="unknown preference 'kindness'; valid: inequity_aversion, "
+                                          "social_value_orientation, reward_exchange, action_cost"):
+        parse_overrides(base + ["social=kindness"])
+    with pytest.raises(ConfigError, match="'gamma=1' is not field=value of inequity_aversion; its fields: alpha, "
+                                          "beta, smoothing"):
+        parse_overrides(base + ["social=inequity_aversion:gamma=1"])
+    with pytest.raises(ConfigError, match=r"social=reward_exchange:share=2: share=2.0 is out of range"):
+        plan(parse_overrides(base + ["social=reward_exchange:share=2", "algo.shaped_reward=shaping/reward_exchange"]))

@@ -37,6 +37,7 @@ from coplay.nets.init import init_stacked
 from coplay.scale.devices import describe, run_mesh, shard_state, state_placement
 from coplay.wrappers import Scalarise
 from coplay.wrappers.episode_stats import is_info_entry
+from coplay.wrappers.social import parse_preference, social_preference
 
 
 @dataclass
@@ -68,8 +69,9 @@ class Plan:
 
 
 def make_env(exp: Experiment) -> Env:
-    """The run's environment, scalarised where the run says so (refused before it is built
-    where the run's scalarisation fields do not fit together)."""
+    """The run's environment, scalarised and given a social preference where the run says
+    so (refused before it is built where the run's scalarisation fields do not fit
+    together; a preference is refused where the learner would not train on it)."""
     run = exp.run
     if run.scalarise is None and (run.preference is not None or run.utopia is not None):
         raise ConfigError("preference and utopia are read only when scalarising: add scalarise=linear or "
@@ -86,6 +88,22 @@ def make_env(exp: Experiment) -> Env:
             env.close()
             raise ConfigError(f"scalarise={run.scalarise} preference={run.preference}"
                               + ("" if run.utopia is None else f" utopia={run.utopia}") + f": {e}") from None
+    if run.social is not None:
+        name, _ = parse_preference(run.social)
+        shaped = getattr(exp.algo_config, "shaped_reward", None)
+        if shaped is None:
+            env.close()
+            raise ConfigError(f"social={run.social} is a reward the learner trains on through algo.shaped_reward, "
+                              f"which algo={exp.algo} does not have; the PPO family has it (ippo, mappo)")
+        if shaped != f"shaping/{name}":
+            env.close()
+            raise ConfigError(f"social={run.social} reports the preference as info['shaping/{name}']; train on it "
+                              f"with algo.shaped_reward=shaping/{name} (now {shaped!r})")
+        try:
+            env = social_preference(env, run.social)
+        except ConfigError as e:
+            env.close()
+            raise ConfigError(f"social={run.social}: {e}") from None
     return env
 
 
@@ -215,7 +233,7 @@ def memory_estimate(p: Plan) -> memory.MemoryEstimate:
     now; the traced part is computed once per process for runs of the same shapes."""
     exp = p.exp
     key = json.dumps([exp.algo, exp.env, exp.env_config, dataclasses.asdict(exp.algo_config), exp.run.scalarise,
-                      exp.run.eval_episodes], sort_keys=True, default=str)
+                      exp.run.social, exp.run.eval_episodes], sort_keys=True, default=str)
     if key not in _MEMORY:
         _MEMORY[key] = memory.estimate(p.trainer, 1, exp.run.eval_episodes)
     return memory.for_seeds(_MEMORY[key], exp.run.seeds)

@@ -34,6 +34,7 @@ from coplay.core.config import (
 )
 from coplay.core.errors import ConfigError, unknown_name
 from coplay.core.registry import ENVS
+from coplay.wrappers.social import preference_error
 
 DEFAULT_ALGO = "mappo"
 DEFAULT_ENV = "spread"
@@ -108,6 +109,11 @@ class RunConfig:
                                          "sum to 1)", rule=number_list)
     utopia: str | None = param(None, "chebyshev's utopia point, one number per objective, e.g. 10:0",
                                rule=number_list)
+    social: str | None = param(None, "a social preference added to the reward the learner trains on "
+                                     "(coplay.wrappers.social): name[:field=value...], e.g. "
+                                     "inequity_aversion:alpha=5:beta=0.05, reward_exchange:share=0.5; it is "
+                                     "reported as info['shaping/<name>'], which algo.shaped_reward=shaping/<name> "
+                                     "trains on", rule=preference_error)
     reference_point: str | None = param(None, "several objectives: the point each front's hypervolume is taken "
                                               "from, one number per objective (default: the environment's)",
                                         rule=number_list)

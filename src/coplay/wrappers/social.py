@@ -186,3 +186,55 @@ class ActionCost(Wrapper):
     def _step(self, state: Any, actions: jax.Array, key: jax.Array) -> tuple[Any, TimeStep]:
         state, ts = self.env.step(state, actions, key)
         return state, _shaping(ts, self.name, self.utility(ts))
+
+
+# The preferences by name, for a run's `social=` field.
+PREFERENCES: dict[str, type[Wrapper]] = {
+    "inequity_aversion": InequityAversion, "social_value_orientation": SocialValueOrientation,
+    "reward_exchange": RewardExchange, "action_cost": ActionCost,
+}
+
+
+def parse_preference(text: str) -> tuple[str, dict[str, Any]]:
+    """`name[:field=value...]` (e.g. `inequity_aversion:alpha=5:beta=0.05`) -> (name,
+    fields), each value read as its default's type; an unknown name or field, or a value
+    of the wrong type, is a ConfigError naming it and the valid choices."""
+    import inspect
+
+    from coplay.core.config import parse_scalar
+
+    name, *items = text.split(":")
+    if name not in PREFERENCES:
+        raise ConfigError(f"unknown preference {name!r}; valid: {', '.join(PREFERENCES)}")
+    params = {k: p.default for k, p in inspect.signature(PREFERENCES[name].__init__).parameters.items()
+              if k not in ("self", "env")}
+    fields: dict[str, Any] = {}
+    for item in items:
+        key, eq, raw = item.partition("=")
+        if not eq or key not in params:
+            raise ConfigError(f"{item!r} is not field=value of {name}; its fields: "
+                              f"{', '.join(params)}")
+        value = parse_scalar(raw)
+        default = params[key]
+        if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if type(value) is not type(default):
+            raise ConfigError(f"{key}={raw!r} must be a {type(default).__name__} "
+                              f"(default {default!r})")
+        fields[key] = value
+    return name, fields
+
+
+def preference_error(text: str) -> str | None:
+    """What is wrong with `text` as a preference (None: nothing), for the config's checks."""
+    try:
+        parse_preference(text)
+    except ConfigError as e:
+        return str(e)
+    return None
+
+
+def social_preference(env: Env, text: str) -> Wrapper:
+    """`env` wrapped in the preference `text` names (`parse_preference`)."""
+    name, fields = parse_preference(text)
+    return PREFERENCES[name](env, **fields)
