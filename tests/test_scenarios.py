@@ -167,3 +167,15 @@ def test_the_scenario_command_refuses_bad_input_by_name(tmp_path, capsys, args, 
     assert main(["scenario", *args, "--out", str(tmp_path / "x")]) != 0
     assert message in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_a_schelling_diagram_of_scripted_players_with_the_societys_metrics_at_every_mix():
+    from coplay.eval.schelling import schelling_diagram
+
+    env = coplay.make("population_dilemma", rounds=5)      # every mechanism on
+    s = schelling_diagram(env, make_bot("punisher", env), None, make_bot("defector", env), None, episodes=8)
+    # punishment and partner selection remove the dilemma: among two or more punishers, punishing pays
+    assert np.all(s.cooperator[2:] > s.defector[2:]) and not s.is_dilemma
+    assert s.collective.shape == (7,) and s.collective[-1] == pytest.approx(6 * 5 * 3 * 2)   # all cooperate
+    assert set(s.metrics) == {"social/efficiency", "social/equality", "social/sustainability", "social/peace"}
+    assert np.all((s.metrics["social/equality"] > 0) & (s.metrics["social/equality"] <= 1))

@@ -9,7 +9,10 @@ each seat's role is a parameter). Then, for k = 0..N-1 other cooperators,
     cooperator payoff(k) = mean episode return of the cooperator seats when c = k + 1
     defector payoff(k)   = mean episode return of the defector seats when c = k
 
-each with a 95% normal-approximation interval over the games. The game is a social
+each with a 95% normal-approximation interval over the games. For every c it also
+keeps the collective return (the sum of the N returns, with its interval) and, on the
+social substrates, the mean of each social metric (`coplay.envs.social.metrics`):
+how the society fares as cooperators become defectors. The game is a social
 dilemma where, at every k, defecting pays more than cooperating (defector above
 cooperator), yet all cooperating (cooperator at N - 1) pays more than all defecting
 (defector at 0).
@@ -17,14 +20,14 @@ cooperator), yet all cooperating (cooperator at N - 1) pays more than all defect
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.algos.common.matches import bare_env, make_match
+from coplay.algos.common.matches import bare_env, check_same_env, make_match, seated
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy
@@ -38,6 +41,9 @@ class Schelling:
     cooperator_ci: np.ndarray   # [N, 2] 95% intervals
     defector_ci: np.ndarray     # [N, 2]
     episodes: int
+    collective: np.ndarray = field(default_factory=lambda: np.zeros(0))      # [N + 1] c = 0..N cooperators:
+    collective_ci: np.ndarray = field(default_factory=lambda: np.zeros(0))   # the sum of the returns, its interval
+    metrics: dict = field(default_factory=dict)   # social/<metric> -> [N + 1] its mean at each c (social substrates)
 
     @property
     def is_dilemma(self) -> bool:
@@ -88,25 +94,32 @@ def schelling_diagram(env: Env, cooperator: Policy, cooperator_params: Any, defe
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 2:
         raise ConfigError(f"episodes={episodes!r} must be an integer >= 2 (an interval needs two games)")
 
+    cooperator, defector = seated(cooperator, env), seated(defector, env)
+    check_same_env(env, {"cooperator": cooperator, "defector": defector})
+
     def act(params, obs, mask, key, carry, reset):
         k_c, k_d = jax.random.split(key)
         c_carry, d_carry = carry
-        a_c, c_carry = cooperator.act(params["c"], obs, mask, k_c, c_carry, reset)
-        a_d, d_carry = defector.act(params["d"], obs, mask, k_d, d_carry, reset)
+        a_c, c_carry = cooperator.act(params["c"], obs[0], mask, k_c, c_carry, reset)
+        a_d, d_carry = defector.act(params["d"], obs[1], mask, k_d, d_carry, reset)
         return jnp.where(params["cooperates"], a_c, a_d), (c_carry, d_carry)
 
-    either = Policy(act=act, env=cooperator.env,
+    def observe(state, ts):   # each policy's own reading (a scripted player reads the state)
+        return tuple(ts.obs if p.observe is None else p.observe(state, ts) for p in (cooperator, defector))
+
+    either = Policy(act=act, env=env, observe=observe,
                     initial_carry=lambda batch: (cooperator.initial_carry(batch), defector.initial_carry(batch)))
     play = make_match(env, [either] * n, episodes)
 
     def config(count, k):
         flags = jnp.arange(n) < count
-        return play([{"c": cooperator_params, "d": defector_params, "cooperates": flags[i]} for i in range(n)],
-                    k)["return"]
+        out = play([{"c": cooperator_params, "d": defector_params, "cooperates": flags[i]} for i in range(n)], k)
+        return out["return"], out["final"]
 
     key = jax.random.PRNGKey(0) if key is None else key
     counts = jnp.arange(n + 1)
-    returns = np.asarray(jax.jit(jax.vmap(config))(counts, jax.random.split(key, n + 1)))   # [N + 1, episodes, N]
+    returns, final = jax.jit(jax.vmap(config))(counts, jax.random.split(key, n + 1))
+    returns = np.asarray(returns)                                                       # [N + 1, episodes, N]
     coop, coop_ci, defect, defect_ci = [], [], [], []
     for k in range(n):
         m, ci = _mean_ci(returns[k + 1][:, :k + 1].mean(axis=1))          # cooperator seats: 0..k
@@ -115,5 +128,9 @@ def schelling_diagram(env: Env, cooperator: Policy, cooperator_params: Any, defe
         m, ci = _mean_ci(returns[k][:, k:].mean(axis=1))                  # defector seats: k..N-1
         defect.append(m)
         defect_ci.append(ci)
+    collective = [_mean_ci(returns[c].sum(axis=1)) for c in range(n + 1)]
     return Schelling(others=np.arange(n), cooperator=np.array(coop), defector=np.array(defect),
-                     cooperator_ci=np.array(coop_ci), defector_ci=np.array(defect_ci), episodes=episodes)
+                     cooperator_ci=np.array(coop_ci), defector_ci=np.array(defect_ci), episodes=episodes,
+                     collective=np.array([m for m, _ in collective]),
+                     collective_ci=np.array([ci for _, ci in collective]),
+                     metrics={k: np.asarray(v).mean(axis=1) for k, v in final.items()})

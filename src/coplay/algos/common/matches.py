@@ -175,6 +175,8 @@ def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_move
         length    [episodes] int32       steps played
         finished  [episodes] bool        the game ended within max_steps
         illegal   [episodes, N] bool     the seat lost by an illegal action (where the env reports it)
+        final     {name: [episodes]}     the `social/...` info entries of each episode's last step
+                                         (`coplay.envs.social.metrics`; empty for other environments)
     """
     env = bare_env(env)
     n = env.spec.num_agents
@@ -194,7 +196,8 @@ def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_move
         first = jnp.argmax(ts.active, axis=-1).astype(jnp.int32)
         zeros = jnp.zeros((episodes, n), jnp.float32)
         acc = {"return": zeros, "illegal": zeros.astype(bool), "length": jnp.zeros(episodes, jnp.int32),
-               "finished": jnp.zeros(episodes, bool)}
+               "finished": jnp.zeros(episodes, bool),
+               "final": {k: jnp.zeros(episodes, jnp.float32) for k in ts.info if k.startswith("social/")}}
         reset = jnp.ones(episodes, bool)
         # In a turn-based game only the mover's action is played, so every seat and the
         # random opening act on one key per step: no game's outcome depends on two of their
@@ -233,6 +236,8 @@ def make_match(env: Env, policies: Sequence[Policy], episodes: int, opening_move
                 "illegal": acc["illegal"] | (live[:, None] & illegal),
                 "length": acc["length"] + live.astype(jnp.int32),
                 "finished": acc["finished"] | nts.done,
+                "final": {k: jnp.where(live & nts.done, nts.info[k].astype(jnp.float32), v)
+                          for k, v in acc["final"].items()},
             }
             return state, nts, new_carries, acc, jnp.zeros_like(reset)
 
