@@ -68,6 +68,8 @@ ORDER: list[tuple[str, str | None]] = [
     ("lm_tiny_kuhn", None),
     ("lm_tournament", None),
     ("q_foraging", None),
+    ("social_dynamics", None),
+    ("social_punishment", None),
 ]
 
 
