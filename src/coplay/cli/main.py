@@ -39,6 +39,11 @@ def _cmd_list(_: argparse.Namespace) -> int:
     print("Solvers (coplay solve):")
     for name, s in SOLVERS.items():
         print(f"  {name:<16} [{s.kind}] {s.description}")
+    from coplay.algos.common.bots import BOTS
+
+    print("Scripted players (coplay tournament, coplay scenario):")
+    for name, b in BOTS.items():
+        print(f"  {name:<21} {b.description} ({b.game})")
     return 0
 
 

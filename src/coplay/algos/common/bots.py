@@ -123,8 +123,8 @@ def _social(name: str, description: str) -> BotEntry:
 
 
 BOTS: dict[str, BotEntry] = {
-    "random": BotEntry(random_policy, "uniformly random legal moves (any game)"),
-    "minimax": BotEntry(tic_tac_toe_minimax, "perfect play, random among optimal moves (tic-tac-toe)",
+    "random": BotEntry(random_policy, "uniformly random legal moves"),
+    "minimax": BotEntry(tic_tac_toe_minimax, "perfect play, random among optimal moves",
                         "tic-tac-toe", is_tic_tac_toe),
     "harvester": _social("harvester", "eats the nearest apple"),
     "sustainable_harvester": _social("sustainable_harvester", "eats only apples that leave their patch regrowing"),
