@@ -111,8 +111,8 @@ def section(data: dict) -> str:
              f"`population_dilemma` (6 agents, {data['rounds']} rounds, the prisoner's dilemma 3/0/5/1; a "
              "punishment costs the punisher 1 and the punished 3), "
              f"{some['seeds']} seeds per condition, {some['steps']:,} environment steps each. Cooperation: the "
-             "share of cooperative moves in 32 evaluation episodes per seed, at the start (the first evaluation) "
-             "and the end; return: the mean agent's episode return at the end; punishments: dealt per episode at "
+             "share of cooperative moves in 32 evaluation episodes per seed, at the first evaluation (after a "
+             "tenth of the budget) and at the end; return: the mean agent's episode return at the end; punishments: dealt per episode at "
              "the end. Interquartile mean over seeds, 95% bootstrap interval.", ""]
     rows = []
     for name, r in data["results"].items():
@@ -123,7 +123,7 @@ def section(data: dict) -> str:
         rows.append([f"`{name}`", str(summarize(np.asarray(first["cooperation"]))),
                      str(summarize(np.asarray(last["cooperation"]))), str(summarize(np.asarray(last["return"]))),
                      f"{np.mean(punish):.2f}", f"{scen:.2f}", f"{r['seconds'] / 60:.0f} min"])
-    lines += table(["mechanisms", "cooperation, first evaluation", "cooperation, end", "return, end",
+    lines += table(["mechanisms", "cooperation, a tenth in", "cooperation, end", "return, end",
                     "punishments per episode, end", "scenarios: mean normalised score", "time"], rows)
     lines += ["", "*Scenarios*: the trained population's per-capita return in each scenario of its substrate "
               "(`coplay scenario`: 4 of 6 seats (resident), 2 (visitor) and 3 (half), beside scripted "
