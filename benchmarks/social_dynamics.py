@@ -4,7 +4,7 @@ diagrams and the society's outcomes at every mix of cooperators and defectors.
     python benchmarks/social_dynamics.py               # 32 episodes per mix, every case (about 10 minutes on 2 cores)
     python benchmarks/social_dynamics.py --quick       # 4 episodes, 200-step episodes, nothing written
 
-For each case, a cooperative and a selfish scripted player (`coplay.envs.social.bots`)
+For each case, a cooperative and a selfish scripted player (`coplay.algos.common.social_bots`)
 fill the N seats in every mix, c = 0..N cooperators (`coplay.eval.schelling`): the
 payoff to a cooperator and to a defector against the number of other cooperators,
 with 95% intervals over episodes, and at each c the collective return and the social

@@ -112,8 +112,9 @@ def section(data: dict) -> str:
              "punishment costs the punisher 1 and the punished 3), "
              f"{some['seeds']} seeds per condition, {some['steps']:,} environment steps each. Cooperation: the "
              "share of cooperative moves in 32 evaluation episodes per seed, at the first evaluation (after a "
-             "tenth of the budget) and at the end; return: the mean agent's episode return at the end; punishments: dealt per episode at "
-             "the end. Interquartile mean over seeds, 95% bootstrap interval.", ""]
+             "tenth of the budget) and at the end; return: the mean agent's episode return at the end; "
+             "punishments: dealt per episode at the end. Interquartile mean over seeds, 95% bootstrap interval.",
+             ""]
     rows = []
     for name, r in data["results"].items():
         steps = sorted(r["curve"], key=int)

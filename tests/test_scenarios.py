@@ -12,10 +12,10 @@ import pytest
 import coplay
 from coplay.algos.common.bots import make_bot
 from coplay.algos.common.matches import make_match
+from coplay.algos.common.social_bots import bots_for, distance
 from coplay.cli.main import main
 from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy, no_carry
-from coplay.envs.social.bots import bots_for, distance
 from coplay.eval.scenarios import Member, evaluate_scenarios, focal_count, make_play, scenarios, substrate_roster
 
 

@@ -13,7 +13,7 @@ population, by how many of the N seats are focal:
     half       N // 2               (3 of 7)
 
 (kinds that come to the same count, as for N = 2, are written once), with as
-background each scripted player of the substrate (`coplay.envs.social.bots`) on
+background each scripted player of the substrate (`coplay.algos.common.social_bots`) on
 its own, and all of them together (`mixed`). Trained runs can be background
 populations too: each seed a member.
 
@@ -316,7 +316,7 @@ def _estimate(values: np.ndarray, reps: int) -> Estimate:
 
 def substrate_roster(env: Env) -> list[Member]:
     """Every scripted player of `env`'s substrate, and the random player."""
-    from coplay.envs.social.bots import bots_for, social_bot
+    from coplay.algos.common.social_bots import bots_for, social_bot
 
     bots = bots_for(env)
     if not bots:

@@ -5,7 +5,7 @@
     coplay scenario runs/a@0 env=clean_up --kinds visitor --background cleaner,mixed,runs/b
 
 A focal population is a run directory (each seed an independent population), `<run
-dir>@<seed>` (that seed), or a scripted player's name (`coplay.envs.social.bots`).
+dir>@<seed>` (that seed), or a scripted player's name (`coplay.algos.common.social_bots`).
 The environment comes from `env=` (with `env.<field>=` overrides) or from the runs.
 The background populations (`--background`, comma-separated) are scripted players
 by name, `mixed` (all of the substrate's scripted players), or run directories
@@ -28,9 +28,9 @@ from typing import Any
 import jax
 import numpy as np
 
+from coplay.algos.common.social_bots import bots_for
 from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
-from coplay.envs.social.bots import bots_for
 from coplay.eval.scenarios import KINDS, Member, default_backgrounds, evaluate_scenarios, scenarios, substrate_roster
 from coplay.experiment import checkpoint
 from coplay.experiment.outputs import check_output

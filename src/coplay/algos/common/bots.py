@@ -114,8 +114,8 @@ Bot = Literal["random", "minimax", "harvester", "sustainable_harvester", "zapper
 
 
 def _social(name: str, description: str) -> BotEntry:
-    """A scripted player of the mixed-motive societies (`coplay.envs.social.bots`)."""
-    from coplay.envs.social import bots as social
+    """A scripted player of the mixed-motive societies (`coplay.algos.common.social_bots`)."""
+    from coplay.algos.common import social_bots as social
 
     games = [sub for sub, named in social._substrate_bots().items() if name in named]
     return BotEntry(lambda env: social.social_bot(name, env), description, ", ".join(games),

@@ -35,14 +35,16 @@ random, so that two bots never block each other for good.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from coplay.algos.common.matches import bare_env
 from coplay.core.env import Env, Wrapper
 from coplay.core.policy import Policy, no_carry
-from coplay.envs.social import grid
+from coplay.envs.social import clean_up, coins, commons_harvest, coop_mining, grid, pd_arena, population_dilemma
 
 EXPLORE = 0.05   # share of a grid bot's moves drawn uniformly from the seven moves
 KEEP = 8         # a sustainable harvester eats an apple with at least this many others (of 12) within the radius
@@ -147,67 +149,55 @@ def _others(avatars: grid.Avatars, h: int, w: int, also: jax.Array | None = None
 
 # ----- the substrates' bots: (env, state, key) -> [N] actions ------------------------------------------
 def _harvest(env, s, key, keep: int = 0, zap: bool = False):
-    from coplay.envs.social.commons_harvest import ZAP, apples_near
-
     apples = s.apples
     if keep:
-        apples = apples & (apples_near(apples, env.radius) >= keep)
+        apples = apples & (commons_harvest.apples_near(apples, env.radius) >= keep)
     h, w = apples.shape
-    aim: Aim | None = Aim(_others(s.avatars, h, w), env.beam_length, ZAP, s.avatars.cooldown == 0,
-                          turn=False) if zap else None
+    aim: Aim | None = Aim(_others(s.avatars, h, w), env.beam_length, commons_harvest.ZAP,
+                          s.avatars.cooldown == 0, turn=False) if zap else None
     return grid_actions(env.walls, s.avatars, apples, key, aim)
 
 
 def _clean_up(env, s, key, clean: bool = False, zap: bool = False):
-    from coplay.envs.social.clean_up import CLEAN, ZAP
-
     if clean:
-        return grid_actions(env.walls, s.avatars, s.dirt, key, Aim(s.dirt, env.clean_length, CLEAN,
+        return grid_actions(env.walls, s.avatars, s.dirt, key, Aim(s.dirt, env.clean_length, clean_up.CLEAN,
                                                                     s.clean_cooldown == 0))
     h, w = s.apples.shape
-    aim: Aim | None = Aim(_others(s.avatars, h, w), env.zap_length, ZAP, s.avatars.cooldown == 0,
+    aim: Aim | None = Aim(_others(s.avatars, h, w), env.zap_length, clean_up.ZAP, s.avatars.cooldown == 0,
                           turn=False) if zap else None
     return grid_actions(env.walls, s.avatars, s.apples, key, aim)
 
 
 def _coins(env, s, key, greedy: bool = False):
-    from coplay.envs.social.coins import NO_COIN
-
     n = s.avatars.pos.shape[0]
-    goals = jnp.broadcast_to(s.coins != NO_COIN, (n, *s.coins.shape)) if greedy \
+    goals = jnp.broadcast_to(s.coins != coins.NO_COIN, (n, *s.coins.shape)) if greedy \
         else s.coins[None] == jnp.arange(n)[:, None, None]
     return grid_actions(env.walls, s.avatars, goals, key)
 
 
 def _mining(env, s, key, gold: bool = True):
-    from coplay.envs.social.coop_mining import GOLD, IRON, MINE, PARTIAL
-
     if gold:
         # a partly mined gold first (it needs a second miner now), else any gold
-        partial = s.ore == PARTIAL
-        targets = jnp.where(partial.any(), partial, (s.ore == GOLD) | partial)
+        started = s.ore == coop_mining.PARTIAL
+        targets = jnp.where(started.any(), started, (s.ore == coop_mining.GOLD) | started)
     else:
-        targets = s.ore == IRON
-    aim = Aim(targets, env.beam_length, MINE, s.avatars.cooldown == 0)
+        targets = s.ore == coop_mining.IRON
+    aim = Aim(targets, env.beam_length, coop_mining.MINE, s.avatars.cooldown == 0)
     return grid_actions(env.walls, s.avatars, targets, key, aim)
 
 
 def _arena(env, s, key, kind: int = 0):
-    from coplay.envs.social.pd_arena import INTERACT
-
     h, w = env.walls.shape
     holding = s.inventory.sum(-1) > 0
     partners = _others(s.avatars, h, w, also=holding)                          # [N, H, W]
     collect = jnp.broadcast_to(s.full & (s.kind == kind), partners.shape)
     seeking = s.inventory[:, kind] >= HOLD
     goals = jnp.where(seeking[:, None, None], partners, collect)
-    aim = Aim(partners, env.beam_length, INTERACT, (s.avatars.cooldown == 0) & seeking)
+    aim = Aim(partners, env.beam_length, pd_arena.INTERACT, (s.avatars.cooldown == 0) & seeking)
     return grid_actions(env.walls, s.avatars, goals, key, aim)
 
 
 def _population(env, s, key, move: int = 0, punish: bool = False, choose: bool = True):
-    from coplay.envs.social.population_dilemma import DEFECT, PLAY, PUNISH, SELECT
-
     n = env.n_agents
     kind = jnp.asarray(env.phases)[s.phase]
     others = ~jnp.eye(n, dtype=bool)
@@ -216,18 +206,16 @@ def _population(env, s, key, move: int = 0, punish: bool = False, choose: bool =
     best = jnp.argmax(jnp.where(others, s.reputation[None] + noise, -1.0), axis=1)
     anyone = jnp.argmax(jnp.where(others, jax.random.uniform(k_any, (n, n)), -1.0), axis=1)
     name = best if choose else anyone
-    direct = env.direct & (s.moves[s.partner] == DEFECT)
-    third = env.third & ((s.moves[s.watched] == DEFECT) | (s.moves[s.partner[s.watched]] == DEFECT))
+    direct = env.direct & (s.moves[s.partner] == population_dilemma.DEFECT)
+    third = env.third & ((s.moves[s.watched] == population_dilemma.DEFECT)
+                         | (s.moves[s.partner[s.watched]] == population_dilemma.DEFECT))
     sanction = jnp.where(punish, direct.astype(jnp.int32) + 2 * third.astype(jnp.int32), 0)
-    return jnp.select([kind == SELECT, kind == PLAY, kind == PUNISH],
+    return jnp.select([kind == population_dilemma.SELECT, kind == population_dilemma.PLAY,
+                       kind == population_dilemma.PUNISH],
                       [name, jnp.full((n,), move), sanction], 0).astype(jnp.int32)
 
 
 def _substrate_bots() -> dict[str, dict[str, Callable]]:
-    from functools import partial
-
-    from coplay.envs.social.population_dilemma import COOPERATE, DEFECT
-
     return {
         "commons_harvest": {"harvester": _harvest, "sustainable_harvester": partial(_harvest, keep=KEEP),
                             "zapper": partial(_harvest, zap=True)},
@@ -236,17 +224,15 @@ def _substrate_bots() -> dict[str, dict[str, Callable]]:
         "coins": {"cooperator": _coins, "defector": partial(_coins, greedy=True)},
         "coop_mining": {"cooperator": _mining, "defector": partial(_mining, gold=False)},
         "pd_arena": {"cooperator": _arena, "defector": partial(_arena, kind=1)},
-        "population_dilemma": {"cooperator": partial(_population, move=COOPERATE),
-                               "defector": partial(_population, move=DEFECT, choose=False),
-                               "punisher": partial(_population, move=COOPERATE, punish=True)},
+        "population_dilemma": {"cooperator": partial(_population, move=population_dilemma.COOPERATE),
+                               "defector": partial(_population, move=population_dilemma.DEFECT, choose=False),
+                               "punisher": partial(_population, move=population_dilemma.COOPERATE, punish=True)},
     }
 
 
 def substrate_of(env: Env) -> str | None:
     """The substrate `env` is (its name), or None where it is none of them (or is one
     seen through a wrapper that changes its state: the bots read the substrate's own)."""
-    from coplay.algos.common.matches import bare_env
-
     env = bare_env(env)
     return None if isinstance(env, Wrapper) or env.spec.name not in _substrate_bots() else env.spec.name
 
@@ -259,8 +245,6 @@ def bots_for(env: Env) -> tuple[str, ...]:
 
 def social_bot(name: str, env: Env) -> Policy:
     """The scripted player `name` of `env`'s substrate (`bots_for(env)` lists them)."""
-    from coplay.algos.common.matches import bare_env
-
     rule: Callable[[Any, Any, jax.Array], jax.Array] = _substrate_bots()[substrate_of(env)][name]  # type: ignore[index]
     env = bare_env(env)
 
