@@ -117,7 +117,7 @@ def _social(name: str, description: str) -> BotEntry:
     """A scripted player of the mixed-motive societies (`coplay.algos.common.social_bots`)."""
     from coplay.algos.common import social_bots as social
 
-    games = [sub for sub, named in social._substrate_bots().items() if name in named]
+    games = [sub for sub, named in social.substrate_bots().items() if name in named]
     return BotEntry(lambda env: social.social_bot(name, env), description, ", ".join(games),
                     lambda env: name in social.bots_for(env))
 

@@ -215,7 +215,8 @@ def _population(env, s, key, move: int = 0, punish: bool = False, choose: bool =
                       [name, jnp.full((n,), move), sanction], 0).astype(jnp.int32)
 
 
-def _substrate_bots() -> dict[str, dict[str, Callable]]:
+def substrate_bots() -> dict[str, dict[str, Callable]]:
+    """substrate -> {bot name: its rule `(env, state, key) -> [N] actions`}."""
     return {
         "commons_harvest": {"harvester": _harvest, "sustainable_harvester": partial(_harvest, keep=KEEP),
                             "zapper": partial(_harvest, zap=True)},
@@ -234,18 +235,18 @@ def substrate_of(env: Env) -> str | None:
     """The substrate `env` is (its name), or None where it is none of them (or is one
     seen through a wrapper that changes its state: the bots read the substrate's own)."""
     env = bare_env(env)
-    return None if isinstance(env, Wrapper) or env.spec.name not in _substrate_bots() else env.spec.name
+    return None if isinstance(env, Wrapper) or env.spec.name not in substrate_bots() else env.spec.name
 
 
 def bots_for(env: Env) -> tuple[str, ...]:
     """The names of the scripted players of `env`'s substrate (none for other environments)."""
     sub = substrate_of(env)
-    return tuple(_substrate_bots()[sub]) if sub else ()
+    return tuple(substrate_bots()[sub]) if sub else ()
 
 
 def social_bot(name: str, env: Env) -> Policy:
     """The scripted player `name` of `env`'s substrate (`bots_for(env)` lists them)."""
-    rule: Callable[[Any, Any, jax.Array], jax.Array] = _substrate_bots()[substrate_of(env)][name]  # type: ignore[index]
+    rule: Callable[[Any, Any, jax.Array], jax.Array] = substrate_bots()[substrate_of(env)][name]  # type: ignore[index]
     env = bare_env(env)
 
     def act(params, state, mask, key, carry, reset):
