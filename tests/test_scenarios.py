@@ -153,6 +153,9 @@ def test_the_scenario_command_scores_a_trained_run_and_writes_its_table(tmp_path
     assert {r["focal"] for r in record["rows"]} == {f"{run.name} (2 seeds)", "defector"}
     assert all(r["score"]["n"] == (4 if r["focal"] == "defector" else 8) for r in record["rows"])
     assert (out / "scenarios.md").read_text().count("| resident/") == 4 and (out / "scenarios.png").stat().st_size
+    # the run's policies read their observations through the agent ids IPPO adds, in a tournament too
+    assert main(["tournament", f"{run}@0", "cooperator", "--games", "2", "--out", str(tmp_path / "t")]) == 0
+    assert json.loads((tmp_path / "t" / "tournament.json").read_text())["players"] == [f"{run.name}@0", "cooperator"]
 
 
 @pytest.mark.parametrize("args, message", [

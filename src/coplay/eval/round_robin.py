@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coplay.algos.common.matches import bare_env, check_same_env, make_match, outcomes
+from coplay.algos.common.matches import bare_env, check_same_env, make_match, outcomes, seated
 from coplay.core.compile import jit
 from coplay.core.dispatch import Dispatch, in_process
 from coplay.core.env import Env
@@ -122,6 +122,10 @@ def round_robin(env: Env, players: Sequence[Player], games: int, key: jax.Array,
         raise ConfigError(f"player names must be unique; repeated: {dupes}")
     if isinstance(games, bool) or not isinstance(games, int) or games < 1:
         raise ConfigError(f"games={games!r} must be an integer >= 1")
+    # a policy built over view-only wrappers (a learner's agent ids) plays through them; players that
+    # share a policy (the seeds of a run) keep sharing one
+    seats: dict[int, Policy] = {}
+    players = [Player(p.name, seats.setdefault(id(p.policy), seated(p.policy, env)), p.params) for p in players]
     check_same_env(env, {p.name: p.policy for p in players})
 
     counts = np.zeros((len(players), len(players), 3), np.int64)

@@ -114,7 +114,7 @@ def run_scenarios(entries: list[str], overrides: list[str] | None = None, backgr
         elif path in runs:
             run = runs[path]
             chosen = np.asarray(_seeds(entry, run))
-            focals.append((Path(path).name if entry == path else entry, run.policy,
+            focals.append((Path(path).name + entry[len(path):], run.policy,
                            jax.tree.map(lambda x, chosen=chosen: x[chosen], run.params)))
         else:
             raise unknown(entry, "focal population")
