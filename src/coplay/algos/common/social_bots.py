@@ -115,9 +115,9 @@ class Aim(NamedTuple):
 def grid_actions(walls: jax.Array, avatars: grid.Avatars, goals: jax.Array, key: jax.Array,
                  aim: Aim | None = None) -> jax.Array:
     """[N] the actions of grid bots in one environment: each walks to the nearest cell
-    of `goals` ([H, W] for all, or [N, H, W] one set per agent), fires `aim`'s beam at
-    a target in line (turning to face it where `aim.turn`), and waits, facing a
-    target, while its beam recharges."""
+    of `goals` ([H, W] for all, or [N, H, W] one set per agent) and fires `aim`'s beam at
+    a target straight ahead. Where `aim.turn`, it also turns to face a target in line
+    beside or behind it, and waits, facing one, while its beam recharges."""
     n = avatars.pos.shape[0]
     per_agent = goals.ndim == 3
     fields = jax.vmap(distance, in_axes=(None, 0))(walls, goals) if per_agent else distance(walls, goals)
@@ -132,8 +132,10 @@ def grid_actions(walls: jax.Array, avatars: grid.Avatars, goals: jax.Array, key:
             f = avatars.facing[i]
             ahead = line[f]
             rel = (jnp.argmax(line) - f) % 4
-            act = jnp.where(ahead, jnp.where(aim.ready[i], aim.action, grid.STAY),
-                            jnp.where(line.any() & aim.turn, _TURN[rel], act))
+            # a beam at what it came for: fire, or wait facing it; a beam on the way (turn False): fire
+            # when ready, else walk on
+            act = jnp.select([ahead & aim.ready[i], ahead & aim.turn, line.any() & aim.turn],
+                             [jnp.int32(aim.action), jnp.int32(grid.STAY), _TURN[rel]], act)
         return act
 
     acts = jax.vmap(one)(jnp.arange(n), jax.random.split(k_move, n))
