@@ -75,13 +75,18 @@ def distance(walls: jax.Array, targets: jax.Array) -> jax.Array:
     return jax.lax.while_loop(lambda c: c[1], relax, (d, jnp.array(True)))[0]
 
 
-def _toward(d: jax.Array, pos: jax.Array, facing: jax.Array, key: jax.Array) -> jax.Array:
+def _lines(pos: jax.Array, length: int, walls: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The cells 1..length away from `pos` in each absolute direction (`grid.lanes` of
+    radius 0): (row, col, open), each [4, L], open while before the first wall."""
+    r, c, open_ = jax.vmap(lambda d: grid.lanes(pos, d, length, 0, walls))(jnp.arange(4))
+    return r[..., 0], c[..., 0], open_[..., 0]
+
+
+def _toward(d: jax.Array, walls: jax.Array, pos: jax.Array, facing: jax.Array, key: jax.Array) -> jax.Array:
     """The move that steps one agent down the distance field `d` [H, W] (random among
     equally good steps), or a random move where no step is better than staying."""
-    h, w = d.shape
-    cells = pos[None] + grid.HEADINGS                                            # [4, 2]
-    inside = (cells[:, 0] >= 0) & (cells[:, 0] < h) & (cells[:, 1] >= 0) & (cells[:, 1] < w)
-    nd = jnp.where(inside, d[jnp.clip(cells[:, 0], 0, h - 1), jnp.clip(cells[:, 1], 0, w - 1)], h * w)
+    r, c, open_ = _lines(pos, 1, walls)
+    nd = jnp.where(open_[:, 0], d[r[:, 0], c[:, 0]], d.size)
     k_tie, k_wander = jax.random.split(key)
     best = jnp.argmin(nd + jax.random.uniform(k_tie, (4,), maxval=0.5))
     better = nd[best] < d[pos[0], pos[1]]
@@ -92,12 +97,7 @@ def _toward(d: jax.Array, pos: jax.Array, facing: jax.Array, key: jax.Array) -> 
 def _in_line(targets: jax.Array, walls: jax.Array, pos: jax.Array, length: int) -> jax.Array:
     """[4] bool: a cell of `targets` lies 1..length cells away in each absolute direction,
     before the first wall."""
-    h, w = walls.shape
-    steps = jnp.arange(1, length + 1)[None, :, None]                            # [1, L, 1]
-    cells = pos[None, None] + steps * grid.HEADINGS[:, None, :]                 # [4, L, 2]
-    inside = (cells[..., 0] >= 0) & (cells[..., 0] < h) & (cells[..., 1] >= 0) & (cells[..., 1] < w)
-    r, c = jnp.clip(cells[..., 0], 0, h - 1), jnp.clip(cells[..., 1], 0, w - 1)
-    open_ = jnp.cumsum(walls[r, c] | ~inside, axis=1) == 0
+    r, c, open_ = _lines(pos, length, walls)
     return jnp.any(targets[r, c] & open_, axis=1)
 
 
@@ -125,7 +125,7 @@ def grid_actions(walls: jax.Array, avatars: grid.Avatars, goals: jax.Array, key:
 
     def one(i, k):
         d = fields[i] if per_agent else fields
-        act = _toward(d, avatars.pos[i], avatars.facing[i], k)
+        act = _toward(d, walls, avatars.pos[i], avatars.facing[i], k)
         if aim is not None:
             targets = aim.targets[i] if aim.targets.ndim == 3 else aim.targets
             line = _in_line(targets, walls, avatars.pos[i], aim.length)
@@ -172,8 +172,8 @@ def _clean_up(env, s, key, clean: bool = False, zap: bool = False):
 
 def _coins(env, s, key, greedy: bool = False):
     n = s.avatars.pos.shape[0]
-    goals = jnp.broadcast_to(s.coins != coins.NO_COIN, (n, *s.coins.shape)) if greedy \
-        else s.coins[None] == jnp.arange(n)[:, None, None]
+    # greedy: every coin, one distance field for all; else each agent's own colour
+    goals = s.coins != coins.NO_COIN if greedy else s.coins[None] == jnp.arange(n)[:, None, None]
     return grid_actions(env.walls, s.avatars, goals, key)
 
 
