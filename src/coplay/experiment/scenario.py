@@ -36,15 +36,7 @@ from coplay.experiment import checkpoint
 from coplay.experiment.outputs import check_output
 from coplay.experiment.playback import LoadedRun, load_run
 from coplay.experiment.rundir import portable
-from coplay.experiment.tournament import _common_env, _split_seed, parse_env
-
-
-def _seeds(entry: str, run: LoadedRun) -> list[int]:
-    _, seed = _split_seed(entry)
-    seeds = run.exp.run.seeds
-    if seed is not None and not 0 <= seed < seeds:
-        raise ConfigError(f"{entry!r}: the run has seeds 0..{seeds - 1}, not {seed}")
-    return [seed] if seed is not None else list(range(seeds))
+from coplay.experiment.tournament import _common_env, _split_seed, parse_env, run_seeds
 
 
 def run_scenarios(entries: list[str], overrides: list[str] | None = None, background: str | None = None,
@@ -97,7 +89,7 @@ def run_scenarios(entries: list[str], overrides: list[str] | None = None, backgr
         elif path in runs:
             run = runs[path]
             names = []
-            for k in _seeds(entry, run):
+            for k in run_seeds(entry, run):
                 name = f"{Path(path).name}@{k}"
                 if name not in {m.name for m in roster}:
                     roster.append(Member(name, run.policy, jax.tree.map(lambda x, k=k: x[k], run.params)))
@@ -113,7 +105,7 @@ def run_scenarios(entries: list[str], overrides: list[str] | None = None, backgr
             focals.append((entry, next(m.policy for m in roster if m.name == entry), None))
         elif path in runs:
             run = runs[path]
-            chosen = np.asarray(_seeds(entry, run))
+            chosen = np.asarray(run_seeds(entry, run))
             focals.append((Path(path).name + entry[len(path):], run.policy,
                            jax.tree.map(lambda x, chosen=chosen: x[chosen], run.params)))
         else:

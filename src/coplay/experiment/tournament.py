@@ -50,12 +50,19 @@ def _split_seed(entry: str) -> tuple[str, int | None]:
     return entry, None
 
 
-def _run_players(entry: str, run: LoadedRun, seed: int | None) -> list[Player]:
-    params = run.params
+def run_seeds(entry: str, run: LoadedRun) -> list[int]:
+    """The seeds of `run` that `entry` (`<run dir>` or `<run dir>@<seed>`) names."""
+    _, seed = _split_seed(entry)
     seeds = run.exp.run.seeds
     if seed is not None and not 0 <= seed < seeds:
         raise ConfigError(f"player {entry!r}: the run has seeds 0..{seeds - 1}, not {seed}")
-    chosen = [seed] if seed is not None else list(range(seeds))
+    return [seed] if seed is not None else list(range(seeds))
+
+
+def _run_players(entry: str, run: LoadedRun) -> list[Player]:
+    params = run.params
+    seeds = run.exp.run.seeds
+    chosen = run_seeds(entry, run)
     base = Path(_split_seed(entry)[0]).name
     policy = run.policy
     return [Player(base if seeds == 1 else f"{base}@{k}", policy, jax.tree.map(lambda x, k=k: x[k], params))
@@ -156,8 +163,8 @@ def run_tournament(entries: list[str], overrides: list[str] | None = None, games
         if entry in BOTS:
             players.append(Player(entry, make_bot(entry, env)))
         else:
-            path, k = _split_seed(entry)
-            players.extend(_speaking(p, env, spoken) for p in _run_players(entry, runs[path], k))
+            path, _ = _split_seed(entry)
+            players.extend(_speaking(p, env, spoken) for p in _run_players(entry, runs[path]))
 
     with dispatch or nullcontext():
         results = round_robin(env, players, games, jax.random.PRNGKey(seed), opening_moves,
