@@ -93,6 +93,75 @@ def test_batch_whitened_estimators_by_hand():
                                rtol=1e-5)
 
 
+def test_gdpo_an_episode_with_one_unscorable_reward_enters_no_statistic():
+    # Two rewards; agent 0 of episode 1 has its second reward unscorable (NaN), its first a
+    # number. It must count nowhere: the batch gives what it gives with both rewards NaN.
+    ep = _batch()
+    two = np.stack([np.asarray(ep.reward), 0.5 * np.asarray(ep.reward) + 1.0], axis=-1)
+    two[1, -1, 0, 0] = 7.0     # a first reward that would move group 0's statistics
+    one_nan, both_nan = two.copy(), two.copy()
+    one_nan[1, -1, 0, 1] = np.nan
+    both_nan[1, -1, 0, :] = np.nan
+    a = np.asarray(jax.jit(ga.gdpo)(ep._replace(reward=jnp.asarray(one_nan))))
+    b = np.asarray(jax.jit(ga.gdpo)(ep._replace(reward=jnp.asarray(both_nan))))
+    assert np.all(a[1, :, 0] == 0.0) and np.all(np.isfinite(a))
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+# --- a policy that decides when to stop ---------------------------------------------------
+# One player, up to three turns; at turn t it goes on with probability sigmoid(theta_t),
+# collecting 1, or stops, collecting STOP[t], which ends the episode (so does its third
+# turn). The exact policy gradient comes from the closed-form value; each estimator's
+# gradient, sum_t A_t d log pi(a_t | t) / d theta, is averaged over groups of 8 episodes.
+
+THETA = jnp.array([0.4, -0.3, 0.2])
+STOP = jnp.array([0.5, 2.0, 4.0])
+
+
+def _stopping_value(theta):
+    p = jax.nn.sigmoid(theta)
+    reach, value = 1.0, 0.0
+    for t in range(3):
+        value = value + reach * (1 - p[t]) * (t + STOP[t])
+        reach = reach * p[t]
+    return value + reach * 3
+
+
+def _stopping_gradient(advantages, groups=4000, size=8):
+    """(mean, standard error) over groups of the estimator's policy gradient."""
+    p = jax.nn.sigmoid(THETA)
+    go = jax.random.uniform(jax.random.PRNGKey(0), (groups * size, 3)) < p
+    alive = jnp.cumprod(jnp.concatenate([jnp.ones((groups * size, 1), bool), go[:, :-1]], 1), 1).astype(bool)
+    reward = jnp.where(alive, jnp.where(go, 1.0, STOP), 0.0)
+    ep = ga.Episodes(reward[..., None], alive[..., None], jnp.repeat(jnp.arange(groups), size))
+    score = jnp.where(alive, go - p, 0.0)          # d log pi(a_t | t) / d theta_t
+    g = np.asarray((jax.jit(advantages)(ep)[..., 0] * score).reshape(groups, size, 3).mean(1))
+    return g.mean(0), g.std(0, ddof=1) / np.sqrt(groups)
+
+
+def _per_turn_index(ep):
+    """MT-GRPO: each turn's reward centred within (group, turn index), summed from the turn on."""
+    keys = [jnp.broadcast_to(k, ep.acted.shape).reshape(-1) for k in (ep.group[:, None, None],
+                                                                       jnp.arange(3)[None, :, None])]
+    centred = ga.normalise(ep.reward.reshape(-1), ep.acted.reshape(-1), ga.segments(*keys), scale=False)
+    return jnp.where(ep.acted, ga.turn_returns(centred.reshape(ep.acted.shape), 1.0), 0.0)
+
+
+def test_per_turn_index_normalisation_is_biased_where_the_policy_stops_and_turn_rloo_is_not():
+    exact = np.asarray(jax.grad(_stopping_value)(THETA))
+    m, se = _stopping_gradient(ga.turn_rloo)
+    assert np.all(np.abs(m - exact) < 2 * se), ((m - exact) / se, exact)
+    # MT-GRPO's baseline counts the group's mean reward once for every turn the episode went on to
+    # take: going on is penalised, and the gradient of the middle decision changes sign.
+    m, se = _stopping_gradient(_per_turn_index)
+    assert np.max(np.abs(m - exact) / se) > 5 and exact[1] > 0 > m[1], ((m - exact) / se, exact)
+    # AT-GRPO's per-turn standard deviations reweigh the turns: no rescaling of the exact gradient
+    # fits its estimate.
+    m, se = _stopping_gradient(ga.at_grpo)
+    scale = np.sum(m * exact / se**2) / np.sum(exact**2 / se**2)
+    assert np.max(np.abs(m - scale * exact) / se) > 5, (m, scale * exact, se)
+
+
 def test_rae_keeps_a_moving_baseline_per_role():
     ep = _batch()
     adv, baseline = jax.jit(ga.rae)(ep, jnp.zeros((1, 2)), alpha=0.5)

@@ -246,8 +246,12 @@ def gdpo(ep: Episodes, *, eps: float = EPS, weights: Sequence[float] | None = No
     """GDPO (decoupled normalisation of several rewards; TRL's `normalize_then_sum`):
     each reward k is z-scored within the group, the results summed with weights
     `w_k`, and the sum whitened over the batch:
-    `A_i = norm_B( sum_k w_k (R_{i,k} - mean_{g,k}) / (std_{g,k} + eps) )`."""
+    `A_i = norm_B( sum_k w_k (R_{i,k} - mean_{g,k}) / (std_{g,k} + eps) )`.
+    An agent's episode with any of its K returns unscorable (NaN) enters none of the K
+    rewards' statistics and gets no advantage."""
     r = ep.reward if ep.reward.ndim == 4 else ep.reward[..., None]
+    unscorable = ~jnp.all(jnp.isfinite(r.sum(axis=1)), axis=-1)          # [E, N]
+    r = jnp.where(unscorable[:, None, :, None], jnp.nan, r)
     k = r.shape[-1]
     w = jnp.ones(k) if weights is None else jnp.asarray(weights, r.dtype)
     summed = sum(w[j] * episode_advantages(ep._replace(reward=r[..., j]), _group(ep), eps=eps) for j in range(k))
@@ -262,6 +266,10 @@ def rae(ep: Episodes, baseline: jax.Array, *, alpha: float = 0.95, game: jax.Arr
     `A = R_p - b_{G,p}` read before `b_{G,p} <- alpha b_{G,p} + (1 - alpha) R_p`,
     updated one episode after another in batch order (episode-major, then
     agent), as SPIRAL updates it per trajectory; the baseline starts at 0.
+    Reading the baseline before the update is what SPIRAL's released code does; the
+    paper's equations update it first and subtract the updated value, which gives
+    `R_p - (alpha b + (1 - alpha) R_p) = alpha (R_p - b)`: the same advantage scaled by
+    alpha (a learning rate alpha times smaller), not what the code trains with.
 
     baseline: `[games, roles]`; game: `[E]` ids (all 0 by default).
     Returns (advantages [E, T, N], the updated baseline)."""
@@ -305,6 +313,45 @@ def at_grpo(ep: Episodes, *, gamma: float = 1.0, eps: float = EPS,
     the k-th turns of the same role in the group's other episodes."""
     keys = [ep.group[:, None, None], ep.roles[:, None, :], own_turns(ep.acted)]
     return turn_advantages(ep, keys, gamma, weights, eps=eps)
+
+
+def turn_rloo(ep: Episodes, *, gamma: float = 1.0, weights: Sequence[float] | None = None) -> jax.Array:
+    """A turn-level leave-one-out advantage, unbiased where the policy decides when to
+    stop: the return from the k-th turn of role p on, `G_{i,k}`, minus the mean of the
+    same role's k-th-turn returns in the group's *other* episodes,
+    `A_{i,k} = G_{i,k} - mean_{j != i, j had a k-th turn} G_{j,k}` (no division by a
+    standard deviation); a turn that no other episode of the group reached keeps
+    `G_{i,k}` (baseline 0), and a segment whose returns are all equal gets exactly 0.
+
+    Why it is unbiased: episode i's baseline is built from the other episodes only, which
+    are independent of i's actions, so `E[b grad log pi(a_{i,k})] = E[b] E[grad log
+    pi(a_{i,k})] = 0` however many turns i or the others went on to take. The
+    per-turn-index normalisation of MT-GRPO (each turn's *reward* centred within its
+    turn index, then summed from the turn on) subtracts one group mean for every later
+    turn the episode itself took: its baseline depends on the episode's own decision to
+    go on, and the gradient is biased by the sum of those means (verl RFC #7244); dividing
+    by a per-turn standard deviation (AT-GRPO) reweighs turns and is biased too, where
+    the spreads differ. `tests/test_group_advantages.py` measures all three against the
+    exact policy gradient of a game whose player chooses when to stop."""
+    g = turn_returns(scalar_reward(ep, weights), gamma)
+    counts = (ep.acted & jnp.isfinite(g)).reshape(-1)
+    shape = g.shape
+    turn = own_turns(ep.acted)
+    role = jnp.broadcast_to(ep.roles[:, None, :], shape)
+    in_group = segments(*[jnp.broadcast_to(k, shape).reshape(-1) for k in (ep.group[:, None, None], role, turn)])
+    in_episode = segments(*[jnp.broadcast_to(k, shape).reshape(-1)
+                            for k in (jnp.arange(shape[0])[:, None, None], role, turn)])
+    flat = g.reshape(-1)
+    x0, c = jnp.where(counts, flat, 0.0), counts.astype(flat.dtype)
+    m = flat.shape[0]
+
+    def total(x, ids):
+        return jax.ops.segment_sum(x, ids, m)[ids]
+
+    others = total(c, in_group) - total(c, in_episode)
+    baseline = jnp.where(others > 0, (total(x0, in_group) - total(x0, in_episode)) / jnp.maximum(others, 1.0), 0.0)
+    same = segment_stats(flat, counts, in_group).equal & (others > 0)
+    return jnp.where(counts & ~same, flat - baseline, 0.0).reshape(shape)
 
 
 def gigpo(ep: Episodes, *, omega: float = 1.0, gamma: float = 1.0, scale: bool = False, eps: float = EPS,
@@ -410,6 +457,8 @@ ESTIMATORS: dict[str, Estimator] = {e.name: e for e in [
     Estimator("mars", mars, summary="turn returns-to-go z-scored per role (MARS)", options=("gamma",)),
     Estimator("at_grpo", at_grpo, summary="turn returns z-scored within (group, role, turn index)",
               options=("gamma",)),
+    Estimator("turn_rloo", turn_rloo, summary="turn returns minus the same turn's mean in the group's other "
+              "episodes (unbiased where the policy chooses when to stop)", options=("gamma",)),
     Estimator("gigpo", gigpo, needs_state=True, summary="episode advantage plus anchor-state step advantage",
               options=("omega", "gamma")),
 ]}

@@ -35,7 +35,8 @@ class GroupRLConfig(TrainerConfig):
                                "the same problem) with different sampling keys", min=1)
     estimator: str = param("grpo", "the advantage estimator (coplay.algos.common.group_advantages)",
                            choices=tuple(ESTIMATORS))
-    gamma: float = param(1.0, "discount of the turn-level estimators (mars, at_grpo, gigpo)", min=0.0, max=1.0)
+    gamma: float = param(1.0, "discount of the turn-level estimators (mars, at_grpo, turn_rloo, gigpo)",
+                         min=0.0, max=1.0)
     rae_alpha: float = param(0.95, "rae: decay of the baseline's moving average per game and role",
                              min=0.0, max=1.0)
     gigpo_omega: float = param(1.0, "gigpo: weight of the step-level (anchor-state) advantage", min=0.0)
