@@ -188,6 +188,17 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from coplay.experiment.explain import run_explain
+
+    out = run_explain(args.run, replace=args.replace, episodes=args.episodes, teams=args.teams, method=args.method,
+                      exact_up_to=args.exact_up_to, permutations=args.permutations, seed=args.seed,
+                      out_dir=args.out)
+    print(out["text"])
+    print(f"written: {out['out_dir']}/shapley.md, shapley.json, shapley.png")
+    return 0
+
+
 SWEEP_EPILOG = """Overrides as for coplay train; a list is a swept axis:
   key=a,b,c or key=[a,b,c]   every value (grid) or one of them (random)
   key=uniform(a,b) | loguniform(a,b) | randint(a,b)   random search only
@@ -300,6 +311,28 @@ def build_parser() -> argparse.ArgumentParser:
     p_scen.add_argument("--seed", type=int, default=0, help="random seed of the episodes and the bootstrap")
     p_scen.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples of the intervals")
     p_scen.set_defaults(func=_cmd_scenario)
+
+    p_expl = sub.add_parser(
+        "explain", help="Shapley values of a trained team's agents (or teams): who carried it",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="  coplay explain runs/spread                     absent agents play random legal actions\n"
+               "  coplay explain runs/spread@1 --replace noop    seed 1; absent agents play action 0\n"
+               "  coplay explain runs/teams --teams --replace runs/other@0 --episodes 256")
+    p_expl.add_argument("run", help="a run directory, or <run dir>@<seed> (default seed 0)")
+    p_expl.add_argument("--replace", default="random",
+                        help="who plays the agents outside a coalition: noop, random, teammate (a coalition "
+                             "member's action), a scripted player, or <run dir>[@<seed>] (default random)")
+    p_expl.add_argument("--episodes", type=int, default=128,
+                        help="episodes per coalition (default 128)")
+    p_expl.add_argument("--teams", action="store_true", help="the players are the environment's teams")
+    p_expl.add_argument("--method", default="auto", help="auto (exact up to --exact-up-to players), exact, "
+                                                         "permutations")
+    p_expl.add_argument("--exact-up-to", type=int, default=8, help="most players computed exactly (default 8)")
+    p_expl.add_argument("--permutations", type=int, default=128,
+                        help="sampled permutations beyond that (default 128)")
+    p_expl.add_argument("--out", default=None, help="output directory (default runs/explain-<time>-<run>)")
+    p_expl.add_argument("--seed", type=int, default=0, help="random seed of the episodes")
+    p_expl.set_defaults(func=_cmd_explain)
 
     p_sweep = sub.add_parser(
         "sweep", help="grid or random search over config values and seeds, as Ray Tune trials",
