@@ -16,6 +16,7 @@ from coplay.algos import (
     cfr,
     fictitious_play,
     grpo,
+    happo,
     ippo,
     iql,
     iql_cql,
@@ -46,6 +47,8 @@ def _register(trainer: type[Learner], kind: str, description: str) -> None:
 
 _register(mappo.MAPPO, "on-policy", "multi-agent PPO with a centralised critic on global_state")
 _register(ippo.IPPO, "on-policy", "independent PPO: each agent's critic sees its own observation")
+_register(happo.HAPPO, "on-policy", "heterogeneous-agent PPO: an actor per agent, updated one after another in a "
+                                   "random order, each weighted by the earlier agents' probability ratios")
 _register(mo_ppo.MOPPO, "multi-objective", "a weight sweep of MAPPO on linear utilities of vector rewards: W "
                                            "preference weights vmapped beside the seeds, a Pareto front per run")
 _register(pc_mappo.PCMAPPO, "multi-objective", "preference-conditioned MAPPO: one policy takes the weight as input, "

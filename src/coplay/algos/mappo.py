@@ -233,16 +233,7 @@ class MAPPO(Trainer[Config]):
         c = self.config
         key, k_roll, k_epochs = jax.random.split(state.key, 3)
         carry0 = state.carry
-        act = lambda carry, ts, k: self._act(state.params, carry, ts, k)  # noqa: E731
-        (env_state, ts, carry), traj = rollout(self.env, act, state.env_state, state.ts, carry0, k_roll,
-                                               c.rollout_len)
-        _, last_value = apply_agents(self.critic, state.params["critic"], carry[1], self.critic_input(ts),
-                                     ts.done, c.share_params)
-        reward = scalar_reward(traj)
-        if c.shaped_reward:
-            reward = reward + self.shaping_weight(state.updates) * traj.info[c.shaped_reward]
-        adv, target = self.advantages(traj, reward, last_value)
-        batch = self._batch(traj, adv, target)
+        (env_state, ts, carry), traj, batch = self.collect(state, scalar_reward, k_roll)
         split: ppo.SplitFn
         if c.recurrent:  # minibatches of whole environment sequences, each with its starting carries
             batch["actor_carry0"], batch["critic_carry0"] = carry0
@@ -255,6 +246,23 @@ class MAPPO(Trainer[Config]):
         new_state = TrainState(params=params, opt_state=opt_state, env_state=env_state, ts=ts, carry=carry,
                                key=key, updates=state.updates + 1)
         return new_state, metrics
+
+    def collect(self, state: TrainState, scalar_reward: Callable[[Transition], jax.Array], key: jax.Array,
+                ) -> tuple[tuple[Any, TimeStep, tuple], Transition, dict]:
+        """One rollout from `state` and its training batch (`_batch`: advantages and value targets
+        of `scalar_reward(traj)`, plus the annealed `algo.shaped_reward`). Returns the final
+        (env_state, ts, carries), the trajectory and the batch."""
+        c = self.config
+        act = lambda carry, ts, k: self._act(state.params, carry, ts, k)  # noqa: E731
+        (env_state, ts, carry), traj = rollout(self.env, act, state.env_state, state.ts, state.carry, key,
+                                               c.rollout_len)
+        _, last_value = apply_agents(self.critic, state.params["critic"], carry[1], self.critic_input(ts),
+                                     ts.done, c.share_params)
+        reward = scalar_reward(traj)
+        if c.shaped_reward:
+            reward = reward + self.shaping_weight(state.updates) * traj.info[c.shaped_reward]
+        adv, target = self.advantages(traj, reward, last_value)
+        return (env_state, ts, carry), traj, self._batch(traj, adv, target)
 
     def advantages(self, traj: Transition, reward: jax.Array, last_value: jax.Array) -> tuple[jax.Array, jax.Array]:
         """GAE advantages and value targets `[T, E, N]` of the rollout's `reward`."""
