@@ -70,6 +70,8 @@ ORDER: list[tuple[str, str | None]] = [
     ("q_foraging", None),
     ("social_dynamics", None),
     ("social_punishment", None),
+    ("social_learning", None),
+    ("shapley_teams", None),
 ]
 
 
