@@ -16,7 +16,7 @@ from coplay.experiment.config import RESUMABLE, Experiment, parse_overrides, res
 from coplay.experiment.compiled import plan
 
 # A small environment every algorithm can train on, per algorithm.
-ENV_FOR = {"mappo": "spread", "ippo": "spread", "happo": "spread", "iql": "spread", "vdn": "spread", "qmix": "spread",
+ENV_FOR = {"mappo": "spread", "ippo": "spread", "happo": "spread", "hatrpo": "spread", "iql": "spread", "vdn": "spread", "qmix": "spread",
            "selfplay_ppo": "tic_tac_toe", "grpo": "text:kuhn_poker", "mo_ppo": "treasure",
            "pc_mappo": "treasure", "mo_qmix": "treasure",
            "bc": "spread", "iql_cql": "spread", "qmix_cql": "spread", "cfcql": "spread", "maicq": "spread",
@@ -94,10 +94,10 @@ def test_per_env_fields_are_exactly_the_ones_with_an_environment_axis(name, spre
 @pytest.mark.parametrize("overrides, words", [
     (["algo=selfplay_ppo", "env=spread"],
      ["'selfplay_ppo' cannot train on environment 'spread'", "all its agents are on one team",
-      "Algorithms that can: bc, cfcql, happo, ippo, iql, iql_cql, maicq, mappo, qmix, qmix_cql, vdn"]),
+      "Algorithms that can: bc, cfcql, happo, hatrpo, ippo, iql, iql_cql, maicq, mappo, qmix, qmix_cql, vdn"]),
     (["algo=mo_ppo", "env=spread"],
      ["'mo_ppo' cannot train on environment 'spread'", "it has one objective and it needs several",
-      "Algorithms that can: bc, cfcql, happo, ippo, iql, iql_cql, maicq, mappo, qmix, qmix_cql, vdn"]),
+      "Algorithms that can: bc, cfcql, happo, hatrpo, ippo, iql, iql_cql, maicq, mappo, qmix, qmix_cql, vdn"]),
     (["algo=mappo", "env=treasure"],
      ["'mappo' cannot train on environment 'treasure'", "it has 2 objectives and it needs a scalar reward",
       "coplay.wrappers.Scalarise", "Algorithms that can: mo_ppo, mo_qmix, pc_mappo"]),
@@ -105,7 +105,7 @@ def test_per_env_fields_are_exactly_the_ones_with_an_environment_axis(name, spre
      ["'mappo' cannot train on environment 'tic_tac_toe'", "turn-based", "Algorithms that can: selfplay_ppo"]),
     (["algo=selfplay_ppo", "env=pgx:2048"],
      ["it has 1 agent(s) and it needs at least 2",
-      "Algorithms that can: bc, cfcql, happo, ippo, iql, iql_cql, maicq, mappo, qmix, qmix_cql, vdn"]),
+      "Algorithms that can: bc, cfcql, happo, hatrpo, ippo, iql, iql_cql, maicq, mappo, qmix, qmix_cql, vdn"]),
 ])
 def test_a_pair_that_cannot_work_is_refused_naming_what_can(overrides, words):
     with pytest.raises(ConfigError) as err:

@@ -26,7 +26,7 @@ SPREAD = ["env=spread", "total_steps=99200"]
 FORAGING = ["env=foraging", "env.grid_size=6", "env.n_agents=2", "env.n_food=2", "total_steps=50000"]
 
 
-@pytest.mark.parametrize("algo", ["mappo", "ippo", "happo"])
+@pytest.mark.parametrize("algo", ["mappo", "ippo", "happo", "hatrpo"])
 @pytest.mark.slow
 def test_spread_beats_random(tmp_path, algo):
     random = uniform_policy_return([f"algo={algo}", *SPREAD])
@@ -54,7 +54,7 @@ def test_recurrent_mappo_learns_spread(tmp_path):
     assert np.all(per_seed > random + 2.5), (per_seed, random)
 
 
-@pytest.mark.parametrize("algo", ["mappo", "ippo", "happo"])
+@pytest.mark.parametrize("algo", ["mappo", "ippo", "happo", "hatrpo"])
 @pytest.mark.slow
 def test_foraging_beats_random(tmp_path, algo):
     random = uniform_policy_return([f"algo={algo}", *FORAGING])

@@ -17,6 +17,7 @@ from coplay.algos import (
     fictitious_play,
     grpo,
     happo,
+    hatrpo,
     ippo,
     iql,
     iql_cql,
@@ -49,6 +50,8 @@ _register(mappo.MAPPO, "on-policy", "multi-agent PPO with a centralised critic o
 _register(ippo.IPPO, "on-policy", "independent PPO: each agent's critic sees its own observation")
 _register(happo.HAPPO, "on-policy", "heterogeneous-agent PPO: an actor per agent, updated one after another in a "
                                    "random order, each weighted by the earlier agents' probability ratios")
+_register(hatrpo.HATRPO, "on-policy", "heterogeneous-agent TRPO: HAPPO's sequential scheme, each agent's step a "
+                                     "KL-constrained natural-gradient step (conjugate gradient, line search)")
 _register(mo_ppo.MOPPO, "multi-objective", "a weight sweep of MAPPO on linear utilities of vector rewards: W "
                                            "preference weights vmapped beside the seeds, a Pareto front per run")
 _register(pc_mappo.PCMAPPO, "multi-objective", "preference-conditioned MAPPO: one policy takes the weight as input, "

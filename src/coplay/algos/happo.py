@@ -102,6 +102,12 @@ class HAPPO(mappo.MAPPO):
                                                    mb["active"])}
         return pg_loss - c.ent_coef * ent, stats
 
+    def actor_update(self, key: jax.Array, params: Any, opt: Any, data: dict) -> tuple[Any, Any, dict]:
+        """One agent's turn: PPO epochs of `_actor_loss` on its samples (HATRPO replaces it)."""
+        c = self.config
+        return ppo.train_epochs(key, self._actor_loss, self.actor_opt, params, opt, data, c.epochs,
+                                ppo.shuffled(c.minibatches))
+
     def learn(self, state: mappo.TrainState, scalar_reward: Callable[[Transition], jax.Array],
               ) -> tuple[mappo.TrainState, dict[str, jax.Array]]:
         c = self.config
@@ -117,8 +123,7 @@ class HAPPO(mappo.MAPPO):
             i, k = x
             own = {name: batch[name][:, i] for name in ("obs", "action_mask", "action", "logp", "adv", "active")}
             params, opt = (jax.tree.map(lambda t: t[i], tree) for tree in (actors, opts))
-            params, opt, stats = ppo.train_epochs(k, self._actor_loss, self.actor_opt, params, opt,
-                                                  {**own, "factor": factor}, c.epochs, split)
+            params, opt, stats = self.actor_update(k, params, opt, {**own, "factor": factor})
             new_logp = self.dist.log_prob(self._actor_logits(params, own["obs"], own["action_mask"]), own["action"])
             factor = factor * jnp.where(own["active"], jnp.exp(new_logp - own["logp"]), 1.0)
             actors, opts = (jax.tree.map(lambda t, v: t.at[i].set(v), tree, new)

@@ -85,6 +85,14 @@ def entropy(logits: jax.Array) -> jax.Array:
     return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
 
 
+def kl(old_logits: jax.Array, new_logits: jax.Array) -> jax.Array:
+    """KL(old || new) of two categoricals over the same (masked) actions: actions the old
+    policy never takes contribute nothing (no 0 * inf)."""
+    old_logp, new_logp = jax.nn.log_softmax(old_logits), jax.nn.log_softmax(new_logits)
+    p = jnp.exp(old_logp)
+    return jnp.sum(jnp.where(p > 0, p * (old_logp - new_logp), 0.0), axis=-1)
+
+
 class Categorical:
     """Discrete actions: the network's outputs are logits [..., A]; illegal ones are masked."""
 
@@ -97,6 +105,7 @@ class Categorical:
     sample = staticmethod(sample)
     log_prob = staticmethod(log_prob)
     entropy = staticmethod(entropy)
+    kl = staticmethod(kl)
 
     @staticmethod
     def mode(logits: jax.Array) -> jax.Array:
@@ -132,6 +141,12 @@ class DiagGaussian:
     def entropy(self, out: jax.Array) -> jax.Array:
         _, log_std = self._split(out)
         return jnp.sum(log_std + 0.5 * jnp.log(2 * jnp.pi * jnp.e), axis=-1)
+
+    def kl(self, old: jax.Array, new: jax.Array) -> jax.Array:
+        """KL(old || new) of two diagonal normals."""
+        m0, s0 = self._split(old)
+        m1, s1 = self._split(new)
+        return jnp.sum(s1 - s0 + (jnp.exp(2 * s0) + jnp.square(m0 - m1)) / (2 * jnp.exp(2 * s1)) - 0.5, axis=-1)
 
     def mode(self, out: jax.Array) -> jax.Array:
         return self._split(out)[0]
