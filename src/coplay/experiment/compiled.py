@@ -29,7 +29,7 @@ from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy
 from coplay.core.registry import ENVS
 from coplay.experiment import fronts, memory, warm_start
-from coplay.experiment.config import Experiment
+from coplay.experiment.config import Experiment, parse_minority
 from coplay.experiment.evaluate import record_dialogue, record_episode
 from coplay.experiment.headline import Headline, compiled_baseline
 from coplay.experiment.loop import Engine, Evaluation, Schedule, chunk_schedule, evaluates_after, latest_checkpoint
@@ -37,6 +37,7 @@ from coplay.nets.init import init_stacked
 from coplay.scale.devices import describe, run_mesh, shard_state, state_placement
 from coplay.wrappers import Scalarise
 from coplay.wrappers.episode_stats import is_info_entry
+from coplay.wrappers.minority import Minority
 from coplay.wrappers.social import parse_preference, social_preference
 
 
@@ -104,7 +105,34 @@ def make_env(exp: Experiment) -> Env:
         except ConfigError as e:
             env.close()
             raise ConfigError(f"social={run.social}: {e}") from None
+    if run.minority is not None:
+        try:
+            env = minority_env(env, exp)
+        except BaseException:
+            env.close()
+            raise
     return env
+
+
+def minority_env(env: Env, exp: Experiment) -> Env:
+    """`env` with one seat of the trained team `minority=` names taken over by the learner."""
+    from coplay.algos.common.matches import seated
+    from coplay.experiment.playback import load_run
+    from coplay.experiment.tournament import _split_seed, run_seeds
+
+    assert exp.run.minority is not None
+    entry, seat = parse_minority(exp.run.minority)
+    path, _ = _split_seed(entry)
+    if not Path(path).is_dir():
+        raise ConfigError(f"minority={exp.run.minority}: {path!r} is not a run directory")
+    team = load_run(path)
+    if (team.exp.env, team.exp.env_config) != (exp.env, exp.env_config):
+        raise ConfigError(f"minority={exp.run.minority}: that team was trained on env={team.exp.env} "
+                          f"{team.exp.env_config}, this run is on env={exp.env} {exp.env_config}; the adversary "
+                          "takes a seat in the team's own environment")
+    chosen = run_seeds(entry, team)[0]
+    params = jax.tree.map(lambda x: x[chosen], team.params)
+    return Minority(env, seated(team.policy, env), params, seat)
 
 
 def plan(exp: Experiment) -> Plan:

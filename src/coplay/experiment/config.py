@@ -11,6 +11,7 @@ the same shape, so it reads back into the same Experiment."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -74,6 +75,23 @@ def directory_path(value: str) -> str | None:
 MAX_SEEDS = 100_000
 
 
+def parse_minority(text: str) -> tuple[str, int]:
+    """`<run dir>[@<seed>]:seat=<k>` -> (run entry, seat)."""
+    match = re.fullmatch(r"(.+):seat=(\d+)", text.strip())
+    if match is None:
+        raise ConfigError(f"minority={text!r}: expected <run dir>[@<seed>]:seat=<k>, e.g. runs/spread@0:seat=2")
+    return match.group(1), int(match.group(2))
+
+
+def minority_error(text: str) -> str | None:
+    """What is wrong with `text` as a `minority=` value (None: nothing), for the config's checks."""
+    try:
+        parse_minority(text)
+    except ConfigError:
+        return "expected <run dir>[@<seed>]:seat=<k>, e.g. runs/spread@0:seat=2"
+    return None
+
+
 @dataclass(frozen=True)
 class RunConfig:
     seeds: int = param(4, "independent seeds trained together in one compiled run", min=1, max=MAX_SEEDS)
@@ -114,6 +132,9 @@ class RunConfig:
                                      "inequity_aversion:alpha=5:beta=0.05, reward_exchange:share=0.5; it is "
                                      "reported as info['shaping/<name>'], which algo.shaped_reward=shaping/<name> "
                                      "trains on", rule=preference_error)
+    minority: str | None = param(None, "a seat of a trained team taken over by the learner, rewarded for "
+                                       "lowering the other agents' return (coplay.wrappers.minority): "
+                                       "<run dir>[@<seed>]:seat=<k>", rule=minority_error)
     reference_point: str | None = param(None, "several objectives: the point each front's hypervolume is taken "
                                               "from, one number per objective (default: the environment's)",
                                         rule=number_list)

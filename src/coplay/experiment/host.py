@@ -37,7 +37,8 @@ class HostEngine(Engine):
     def __init__(self, exp: Experiment):
         exp.validate()
         run = exp.run
-        for name in ("init_from", "init_params", "scalarise", "preference", "utopia", "reference_point", "social"):
+        for name in ("init_from", "init_params", "scalarise", "preference", "utopia", "reference_point", "social",
+                     "minority"):
             if getattr(run, name) is not None:
                 raise ConfigError(f"{name}= is not offered for algo={exp.algo}, which trains on the host "
                                   f"(it starts from its own config)")
