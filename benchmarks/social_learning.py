@@ -87,13 +87,28 @@ def train(condition: str, steps: int, seeds: int, chunks: int, out: Path) -> dic
             "curve": {str(k): v for k, v in sorted(curve.items())}, **stamp()}
 
 
+def random_play(env_name: str, episodes: int = 32) -> dict:
+    """The uniformly random team in the environment: the same figures, over episodes."""
+    import jax
+
+    import coplay
+    from coplay.algos.common.matches import make_match, random_policy
+
+    env = coplay.make(env_name)
+    n = env.spec.num_agents
+    out = jax.jit(make_match(env, [random_policy(env)] * n, episodes))([None] * n, jax.random.PRNGKey(0))
+    return {"collective": np.asarray(out["return"]).sum(1).tolist(),
+            **{m: np.asarray(out["final"][f"social/{m}"]).tolist() for m in METRICS}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=786_432,
                     help="environment steps per seed (default 786,432: 192 updates)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds per condition (default 3)")
     ap.add_argument("--chunks", type=int, default=8, help="evaluations over the run (default 8)")
-    ap.add_argument("--conditions", default=",".join(CONDITIONS), help="comma-separated; default all")
+    ap.add_argument("--conditions", default=",".join(CONDITIONS),
+                    help="comma-separated; default all; empty: only the references again")
     ap.add_argument("--quick", action="store_true", help="nothing written")
     args = ap.parse_args()
     names = [c for c in args.conditions.split(",") if c]
@@ -106,7 +121,9 @@ def main() -> None:
         results = {c: train(c, args.steps, args.seeds, args.chunks, Path(tmp)) for c in names}
     if args.quick:
         return
-    write_results("social_learning", {**stamp(), "results": {**previous, **results}})
+    merged = {**previous, **results}
+    randoms = {env: random_play(env) for env in sorted({r["env"] for r in merged.values()})}
+    write_results("social_learning", {**stamp(), "results": merged, "random": randoms})
     regenerate_page()
 
 
@@ -120,16 +137,16 @@ def _references() -> dict[str, dict[str, tuple[float, float]]]:
     if "commons_harvest" in cases:
         c = cases["commons_harvest"]
         out["every seat a sustainable harvester"] = {"collective": c["collective"][-1],
-                                                     "sustainability": c["metrics"]["sustainability"][-1]}
+                                                     "sustainability": c["metrics"]["social/sustainability"][-1]}
         out["every seat a greedy harvester"] = {"collective": c["collective"][0],
-                                                "sustainability": c["metrics"]["sustainability"][0]}
+                                                "sustainability": c["metrics"]["social/sustainability"][0]}
     if "clean_up" in cases:
         c = cases["clean_up"]
         best = int(np.argmax(c["collective"]))
         out["Clean Up, no cleaner"] = {"collective": c["collective"][0],
-                                       "sustainability": c["metrics"]["sustainability"][0]}
+                                       "sustainability": c["metrics"]["social/sustainability"][0]}
         out[f"Clean Up, {best} cleaners, the rest harvesters (best mix)"] = {
-            "collective": c["collective"][best], "sustainability": c["metrics"]["sustainability"][best]}
+            "collective": c["collective"][best], "sustainability": c["metrics"]["social/sustainability"][best]}
     return out
 
 
@@ -153,10 +170,15 @@ def section(data: dict) -> str:
                      f"{r['seconds'] / 60:.0f} min, {r['date']}, {r['commit']}"])
     lines += table(["condition", "seeds x steps", "collective return, first evaluation", "collective return, end",
                     "sustainability, end", "equality, end", "cleaned, end", "time, date, commit"], rows)
-    refs = _references()
+    refs = {f"{env}, uniformly random": {"collective": float(np.mean(r["collective"])),
+                                          "sustainability": float(np.mean(r["sustainability"]))}
+            for env, r in data.get("random", {}).items()}
+    envs = {r["env"] for r in data["results"].values()}
+    refs.update({k: v for k, v in _references().items()
+                 if ("clean_up" in envs if k.startswith("Clean Up") else "commons_harvest" in envs)})
     if refs:
-        lines += ["", "Scripted populations in the same environments (`benchmarks/social_dynamics.py`, 32 episodes):",
-                  ""]
+        lines += ["", "References in the same environments: the uniformly random team (32 episodes) and scripted "
+                  "populations (`benchmarks/social_dynamics.py`, 32 episodes):", ""]
         lines += table(["population", "collective return", "sustainability"],
                        [[k, f"{v['collective']:.1f}", f"{v['sustainability']:.1f}"] for k, v in refs.items()])
     return "\n".join(lines)

@@ -70,9 +70,10 @@ class Plan:
 
 
 def make_env(exp: Experiment) -> Env:
-    """The run's environment, scalarised and given a social preference where the run says
-    so (refused before it is built where the run's scalarisation fields do not fit
-    together; a preference is refused where the learner would not train on it)."""
+    """The run's environment, scalarised, given a social preference, and with one seat of a
+    trained team handed to the learner (`minority=`) where the run says so (refused before
+    it is built where the run's scalarisation fields do not fit together; a preference is
+    refused where the learner would not train on it)."""
     run = exp.run
     if run.scalarise is None and (run.preference is not None or run.utopia is not None):
         raise ConfigError("preference and utopia are read only when scalarising: add scalarise=linear or "
