@@ -72,6 +72,8 @@ ORDER: list[tuple[str, str | None]] = [
     ("social_punishment", None),
     ("social_learning", None),
     ("shapley_teams", None),
+    ("happo_compare", None),
+    ("minority_attack", None),
 ]
 
 
