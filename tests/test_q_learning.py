@@ -238,7 +238,7 @@ def test_continuous_actions_are_refused_with_the_algorithms_that_can(algo, tmp_p
         coplay.train([f"algo={algo}", "env=spread", "env.continuous_actions=true", f"out_dir={tmp_path}"])
     message = str(err.value)
     assert f"'{algo}' cannot train on environment 'spread': actions are continuous" in message
-    assert "it needs discrete actions. Algorithms that can: ippo, mappo" in message
+    assert "it needs discrete actions. Algorithms that can: happo, hatrpo, ippo, mappo" in message
     assert not any(tmp_path.iterdir())  # refused before a run directory exists
 
 

@@ -137,7 +137,7 @@ class HAPPO(mappo.MAPPO):
             (order, jax.random.split(k_actors, self.num_agents)))
         metrics = {k: v.mean() for k, v in stats.items()}
         metrics["loss/value"] = critic_stats["loss/value"]
-        metrics["happo/joint_ratio_spread"] = jnp.std(factor)    # how far the last agent's M strayed from 1
+        metrics["happo/joint_ratio_spread"] = jnp.std(factor)    # spread of the product of every new/old ratio
         metrics.update(episode_metrics(traj.info))
         new_state = mappo.TrainState(params={"actor": actors, "critic": critic},
                                      opt_state={"actor": actor_opts, "critic": critic_opt}, env_state=env_state,

@@ -116,24 +116,34 @@ def make_env(exp: Experiment) -> Env:
 
 
 def minority_env(env: Env, exp: Experiment) -> Env:
-    """`env` with one seat of the trained team `minority=` names taken over by the learner."""
+    """`env` with one seat of the trained team `minority=` names taken over by the learner
+    (the team's newest checkpoint, restored by a `CompiledEngine` of its own config)."""
     from coplay.algos.common.matches import seated
-    from coplay.experiment.playback import load_run
-    from coplay.experiment.tournament import _split_seed, run_seeds
 
     assert exp.run.minority is not None
-    entry, seat = parse_minority(exp.run.minority)
-    path, _ = _split_seed(entry)
-    if not Path(path).is_dir():
-        raise ConfigError(f"minority={exp.run.minority}: {path!r} is not a run directory")
-    team = load_run(path)
-    if (team.exp.env, team.exp.env_config) != (exp.env, exp.env_config):
-        raise ConfigError(f"minority={exp.run.minority}: that team was trained on env={team.exp.env} "
-                          f"{team.exp.env_config}, this run is on env={exp.env} {exp.env_config}; the adversary "
+    path, seed, seat = parse_minority(exp.run.minority)
+    config = Path(path) / "config.yaml"
+    if not config.exists():
+        raise ConfigError(f"minority={exp.run.minority}: {path!r} is not a run directory (no config.yaml)")
+    team_exp = Experiment.load(config)
+    if (team_exp.env, team_exp.env_config) != (exp.env, exp.env_config):
+        raise ConfigError(f"minority={exp.run.minority}: that team was trained on env={team_exp.env} "
+                          f"{team_exp.env_config}, this run is on env={exp.env} {exp.env_config}; the adversary "
                           "takes a seat in the team's own environment")
-    chosen = run_seeds(entry, team)[0]
-    params = jax.tree.map(lambda x: x[chosen], team.params)
-    return Minority(env, seated(team.policy, env), params, seat)
+    if get_algo(team_exp.algo).engine != "compiled":
+        raise ConfigError(f"minority={exp.run.minority}: that team was trained by algo={team_exp.algo} on the host; "
+                          "a minority attack plays a compiled team")
+    seeds = team_exp.run.seeds
+    if seed is not None and not 0 <= seed < seeds:
+        raise ConfigError(f"minority={exp.run.minority}: the run has seeds 0..{seeds - 1}, not {seed}")
+    team = CompiledEngine(team_exp)
+    try:
+        team.restore(Path(path) / "checkpoints")
+        params = jax.tree.map(lambda x: x[seed or 0], team.policy_params())
+        policy = team.policy()
+    finally:
+        team.close()
+    return Minority(env, seated(policy, env), params, seat)
 
 
 def plan(exp: Experiment) -> Plan:

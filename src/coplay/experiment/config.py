@@ -75,12 +75,12 @@ def directory_path(value: str) -> str | None:
 MAX_SEEDS = 100_000
 
 
-def parse_minority(text: str) -> tuple[str, int]:
-    """`<run dir>[@<seed>]:seat=<k>` -> (run entry, seat)."""
-    match = re.fullmatch(r"(.+):seat=(\d+)", text.strip())
+def parse_minority(text: str) -> tuple[str, int | None, int]:
+    """`<run dir>[@<seed>]:seat=<k>` -> (run directory, seed or None, seat)."""
+    match = re.fullmatch(r"(.+?)(?:@(\d+))?:seat=(\d+)", text.strip())
     if match is None:
         raise ConfigError(f"minority={text!r}: expected <run dir>[@<seed>]:seat=<k>, e.g. runs/spread@0:seat=2")
-    return match.group(1), int(match.group(2))
+    return match.group(1), None if match.group(2) is None else int(match.group(2)), int(match.group(3))
 
 
 def minority_error(text: str) -> str | None:
