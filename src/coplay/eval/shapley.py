@@ -9,8 +9,8 @@ The players are the agents, or the teams of `env.spec.teams` (`teams=True`). The
 of a coalition S of players is the team's return, the mean over all agents of the
 episode return, when the players outside S are *replaced*:
 
-    noop       they play action 0 (the no-op of the MPE, foraging, warehouse and SMAX
-               action sets; zeros for continuous actions)
+    noop       they play action 0 (the no-op of the MPE, foraging and warehouse action
+               sets, not of every environment: SMAX's is 4; zeros for continuous actions)
     random     a uniformly random legal action, every step
     teammate   the action a uniformly drawn member of the coalition takes in the same
                step, where it is legal for the replaced agent (a random legal action
