@@ -55,13 +55,16 @@ def main() -> None:
         run = load_run(team.run_dir)
         env = coplay.make("spread")
         params = jax.tree.map(lambda x: x[0], run.params)
+        # the intact team is the coalition of all three (played once, with the first stand-in), then seat
+        # 2 left out: played by each stand-in on the same episode keys
         stand_ins = {}
         for name in ("random", "noop"):
             value = coalition_value(env, run.policy, params, replacement=name, episodes=episodes)
-            coalitions = jax.numpy.asarray([[True, True, True], [True, True, False]])
-            v = np.asarray(value(coalitions, jax.random.PRNGKey(1)), np.float64)
-            stand_ins["intact team"] = v[0].tolist()
-            stand_ins[f"seat {SEAT}: {name}"] = v[1].tolist()
+            seats = [[True, True, False]] if stand_ins else [[True, True, True], [True, True, False]]
+            v = np.asarray(value(jax.numpy.asarray(seats), jax.random.PRNGKey(1)), np.float64)
+            if not stand_ins:
+                stand_ins["intact team"] = v[0].tolist()
+            stand_ins[f"seat {SEAT}: {name}"] = v[-1].tolist()
         adversary = coplay.train(["algo=ippo", "env=spread", f"minority={team.run_dir}@0:seat={SEAT}",
                                   f"total_steps={steps}", "seeds=4", "name=adversary", "eval_episodes=256",
                                   f"out_dir={tmp}", *common])

@@ -29,7 +29,7 @@ from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy
 from coplay.core.registry import ENVS
 from coplay.experiment import fronts, memory, warm_start
-from coplay.experiment.config import Experiment, parse_minority
+from coplay.experiment.config import Experiment, parse_minority, seeds_named
 from coplay.experiment.evaluate import record_dialogue, record_episode
 from coplay.experiment.headline import Headline, compiled_baseline
 from coplay.experiment.loop import Engine, Evaluation, Schedule, chunk_schedule, evaluates_after, latest_checkpoint
@@ -133,13 +133,11 @@ def minority_env(env: Env, exp: Experiment) -> Env:
     if get_algo(team_exp.algo).engine != "compiled":
         raise ConfigError(f"minority={exp.run.minority}: that team was trained by algo={team_exp.algo} on the host; "
                           "a minority attack plays a compiled team")
-    seeds = team_exp.run.seeds
-    if seed is not None and not 0 <= seed < seeds:
-        raise ConfigError(f"minority={exp.run.minority}: the run has seeds 0..{seeds - 1}, not {seed}")
+    chosen = seeds_named(seed, team_exp.run.seeds, f"minority={exp.run.minority}")[0]
     team = CompiledEngine(team_exp)
     try:
         team.restore(Path(path) / "checkpoints")
-        params = jax.tree.map(lambda x: x[seed or 0], team.policy_params())
+        params = jax.tree.map(lambda x: x[chosen], team.policy_params())
         policy = team.policy()
     finally:
         team.close()

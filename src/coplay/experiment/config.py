@@ -75,6 +75,14 @@ def directory_path(value: str) -> str | None:
 MAX_SEEDS = 100_000
 
 
+def seeds_named(seed: int | None, seeds: int, who: str) -> list[int]:
+    """The seeds of a run of `seeds` seeds that `seed` names (None: all of them), or a
+    ConfigError for `who` (the argument that named it) listing the ones the run has."""
+    if seed is not None and not 0 <= seed < seeds:
+        raise ConfigError(f"{who}: the run has seeds 0..{seeds - 1}, not {seed}")
+    return [seed] if seed is not None else list(range(seeds))
+
+
 def parse_minority(text: str) -> tuple[str, int | None, int]:
     """`<run dir>[@<seed>]:seat=<k>` -> (run directory, seed or None, seat)."""
     match = re.fullmatch(r"(.+?)(?:@(\d+))?:seat=(\d+)", text.strip())

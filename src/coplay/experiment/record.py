@@ -38,7 +38,7 @@ from coplay.core.errors import ConfigError
 from coplay.core.registry import ENVS
 from coplay.experiment import checkpoint
 from coplay.experiment.compiled import init_state, plan
-from coplay.experiment.config import Experiment, parse_overrides
+from coplay.experiment.config import Experiment, parse_overrides, seeds_named
 from coplay.experiment.loop import check_checkpoint_config
 from coplay.experiment.rundir import check_writable
 from coplay.offline.dataset import (
@@ -149,8 +149,7 @@ def record_dataset(source: str, quality: str, episodes: int, out: str | Path, *,
     if not (run_dir / "config.yaml").exists():
         raise ConfigError(f"{source!r} is neither 'random' nor a coplay run directory (no config.yaml)")
     exp = Experiment.load(run_dir / "config.yaml")
-    if not 0 <= run_seed < exp.run.seeds:
-        raise ConfigError(f"--run-seed {run_seed}: the run has seeds 0..{exp.run.seeds - 1}")
+    seeds_named(run_seed, exp.run.seeds, f"--run-seed {run_seed}")
     p = plan(exp)
     check_recordable(p.env)
     paths = checkpoint.list_checkpoints(run_dir / "checkpoints")

@@ -36,6 +36,7 @@ from coplay.envs.text.scoring import speaker
 from coplay.eval.ratings import format_table, plot_ratings, ratings_table, win_draw_loss_table
 from coplay.eval.round_robin import Player, round_robin
 from coplay.experiment import checkpoint
+from coplay.experiment.config import seeds_named
 from coplay.experiment.outputs import check_output
 from coplay.experiment.playback import LoadedRun, load_run
 from coplay.experiment.rundir import portable
@@ -52,11 +53,7 @@ def _split_seed(entry: str) -> tuple[str, int | None]:
 
 def run_seeds(entry: str, run: LoadedRun) -> list[int]:
     """The seeds of `run` that `entry` (`<run dir>` or `<run dir>@<seed>`) names."""
-    _, seed = _split_seed(entry)
-    seeds = run.exp.run.seeds
-    if seed is not None and not 0 <= seed < seeds:
-        raise ConfigError(f"player {entry!r}: the run has seeds 0..{seeds - 1}, not {seed}")
-    return [seed] if seed is not None else list(range(seeds))
+    return seeds_named(_split_seed(entry)[1], run.exp.run.seeds, f"player {entry!r}")
 
 
 def _run_players(entry: str, run: LoadedRun) -> list[Player]:
