@@ -7,6 +7,7 @@ from coplay.interop import jaxmarl as _jaxmarl  # noqa: F401  (registers jaxmarl
 from coplay.interop import jumanji as _jumanji  # noqa: F401  (registers jumanji:<name>; jumanji itself loads on use)
 from coplay.interop import pettingzoo_host as _pettingzoo_host  # noqa: F401  (registers pettingzoo:<module>)
 from coplay.interop import pgx as _pgx  # noqa: F401  (registers pgx's games; pgx itself loads on use)
+from coplay.interop import textarena as _textarena  # noqa: F401  (registers textarena:<id>; textarena loads on use)
 
 __version__ = "0.1.0"
 

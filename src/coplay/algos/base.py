@@ -50,7 +50,7 @@ from coplay.core.config import check, param
 from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.policy import Evaluator, Policy
-from coplay.core.spaces import Box, Discrete, MultiDiscrete
+from coplay.core.spaces import Box, Discrete, MultiDiscrete, Text
 from coplay.core.types import EnvSpec
 
 PER_AGENT_RETURN = "episode return averaged over agents (per-agent), undiscounted"
@@ -100,6 +100,7 @@ class Capabilities:
     vector_reward: bool = False        # learns from K > 1 objectives without scalarising them
     needs_vector_reward: bool = False  # learns only from K > 1 objectives (a multi-objective trainer)
     image_obs: bool = True             # takes observations that are not flat vectors (images or grids [H, W, C])
+    free_text: bool = False            # plays games in free text on the host (Text spaces: env=textarena:<id>)
 
     def problems(self, spec: EnvSpec) -> list[str]:
         out = []
@@ -108,6 +109,11 @@ class Capabilities:
                                                     ("continuous", self.continuous_actions),
                                                     ("utterances (a text environment, text:...)", self.utterances))
                             if able)
+        if isinstance(space, Text):
+            if not self.free_text:
+                out.append("its moves are free text, played on the host (a TextArena game): it plays in "
+                           "text matches (coplay.eval.text_match), and no learner trains on it yet")
+            return out
         if not isinstance(space, (Discrete, Box, MultiDiscrete)):
             out.append(f"actions {space} are neither Discrete, Box nor utterances (MultiDiscrete)")
         elif isinstance(space, Discrete) and not self.discrete_actions:

@@ -96,6 +96,26 @@ class Box(Space):
         return x.shape == self.shape and bool(np.all((x >= self.low) & (x <= self.high)))
 
 
+@dataclass(frozen=True)
+class Text(Space):
+    """Free text (a `str`), as a game played on the host reads and writes it (a TextArena
+    game: `coplay.envs.text.host_game`). Not an array: no compiled learner takes it."""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(object)
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        raise TypeError("free text cannot be sampled as an array")
+
+    def contains(self, x) -> bool:
+        return isinstance(x, str)
+
+
 def num_actions(space: Space) -> int:
     """Width of an action mask for `space`: `n` for Discrete, 0 for others."""
     return space.n if isinstance(space, Discrete) else 0

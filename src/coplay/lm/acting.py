@@ -42,6 +42,8 @@ def lm_policy(player: LMPlayer, select: Any = None) -> Policy:
     called with the seed index (the policy's parameter) before each batch, to switch
     adapters (`LMGRPO.use_seed`)."""
     env = player.env
+    if env is None:
+        raise ValueError("a language model plays as a Policy of a coplay text environment; this one has none")
     n, t_max = env.spec.num_agents, player.max_tokens
     moves = player.moves
 

@@ -36,13 +36,12 @@ import numpy as np
 
 from coplay.core.errors import ConfigError
 from coplay.envs.text.base import TextEnv
-from coplay.envs.text.vocab import END, PAD, UNK, VOCAB
+from coplay.envs.text.vocab import END, VOCAB, reply_words, utterance
 from coplay.lm import prompts
 from coplay.lm.models import LoadedModel
 
 Decoding = Literal["free", "choose_legal"]     # any reply, or a choice among the legal moves
 DECODINGS: tuple[str, ...] = get_args(Decoding)
-_STRIP = "\"'`*[]()<>"
 
 
 @dataclass
@@ -51,26 +50,6 @@ class Reply:
     text: str                # decoded, special tokens dropped
     log_probs: np.ndarray    # [len(tokens)] at sampling time; decoding=choose_legal: [1], the move's renormalised one
     move: int = -1           # decoding=choose_legal: the index (in the environment's moves) of the move drawn
-
-
-def reply_words(text: str) -> list[str]:
-    """The words of a reply's first line, lower-cased, with quotes, brackets and a final
-    full stop or exclamation mark taken off ("Bet." -> ["bet"], "[call]" -> ["call"])."""
-    line = text.strip().split("\n", 1)[0].strip().lower()
-    line = "".join(c for c in line if c not in _STRIP).strip().rstrip(".!").strip()
-    return line.split()
-
-
-def utterance(text: str, max_tokens: int) -> np.ndarray:
-    """`[max_tokens]` int32: the reply as an utterance of coplay's vocabulary, for the
-    environment to parse; a reply with words outside the vocabulary, or longer than
-    `max_tokens`, is `<unk>` (it names no move)."""
-    words = reply_words(text)
-    if not words or len(words) > max_tokens or any(w not in VOCAB.index for w in words):
-        out = np.full(max_tokens, PAD, np.int32)
-        out[0] = UNK
-        return out
-    return VOCAB.encode(" ".join(words), max_tokens, end=len(words) < max_tokens)
 
 
 # A prefix shared by a batch's prompts (the system prompt and the rules, in every text
@@ -95,8 +74,11 @@ def _cache_of(out: Any) -> Any:
 class LMPlayer:
     """A causal language model playing `env` (see the module's doc)."""
 
-    def __init__(self, loaded: LoadedModel, env: TextEnv, *, max_new_tokens: int = 8, temperature: float = 1.0,
-                 decoding: str = "free", batch_size: int = 32):
+    def __init__(self, loaded: LoadedModel, env: TextEnv | None, *, max_new_tokens: int = 8,
+                 temperature: float = 1.0, decoding: str = "free", batch_size: int = 32):
+        """`env` None: a model that writes free text for prompts it is given (`sample` with
+        decoding=free; `coplay.lm.text_agent` plays free-text games so), with no moves of
+        coplay's vocabulary to check or score."""
         import torch
 
         if decoding not in DECODINGS:
@@ -112,17 +94,22 @@ class LMPlayer:
         self.max_new_tokens, self.temperature, self.decoding = max_new_tokens, temperature, decoding
         self.batch_size = batch_size
         self._start: tuple[int, Any] | None = None      # a prefix read once, see `reading_after`
-        self.moves = tuple(env.move_texts)
-        self.max_tokens = int(env.spec.action_space.shape[-1])
-        self.roles = tuple(env.spec.roles or [f"player_{i}" for i in range(env.spec.num_agents)])
-        self._check_tokenizer()
+        if env is None and decoding != "free":
+            raise ConfigError(f"decoding={decoding!r} chooses among a coplay text environment's moves; a model "
+                              "without one writes free text (decoding=free)")
+        self.moves = tuple(env.move_texts) if env is not None else ()
+        self.max_tokens = int(env.spec.action_space.shape[-1]) if env is not None else 0
+        self.roles = (tuple(env.spec.roles or [f"player_{i}" for i in range(env.spec.num_agents)])
+                      if env is not None else ())
+        if env is not None:
+            self._check_tokenizer()
         # transformers 5.24 renamed the key-value cache argument `past_key_values` to `cache`
         base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
         forward = inspect.signature(base.forward).parameters
         self._cache_arg = "cache" if "cache" in forward else "past_key_values"
         self.move_ids = [self.tokenizer.encode(m, add_special_tokens=False) + [self.end_id] for m in self.moves]
-        longest = max(len(ids) for ids in self.move_ids)
-        if max_new_tokens < longest:
+        longest = max((len(ids) for ids in self.move_ids), default=0)
+        if env is not None and max_new_tokens < longest:
             raise ConfigError(f"algo.max_new_tokens={max_new_tokens} is too short for a move of {env.spec.name!r}: "
                               f"the longest, {self.moves[int(np.argmax([len(i) for i in self.move_ids]))]!r}, "
                               f"takes {longest} tokens with the end of the reply; give at least {longest}")
@@ -139,6 +126,7 @@ class LMPlayer:
         """Refuse a tokenizer that cannot write the environment's words back exactly: the
         words of coplay's shared text vocabulary (every text environment writes in it) and
         the environment's moves."""
+        assert self.env is not None
         words = [w for w in VOCAB.words[3:]] + list(self.moves)
         bad = []
         unk = getattr(self.tokenizer, "unk_token_id", None)
@@ -154,6 +142,8 @@ class LMPlayer:
 
     def prompt(self, view: str, agent: int, moves: Sequence[str]) -> list[int]:
         """The token ids of the prompt for `agent` reading `view`, allowed `moves` now."""
+        if self.env is None:
+            raise ValueError("a player without a coplay text environment reads prompts it is given")
         msgs = prompts.messages(self.env.spec.name, self.roles[agent], view, moves)
         ids = self.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
         if not isinstance(ids, list):   # a BatchEncoding in some versions

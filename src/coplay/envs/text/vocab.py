@@ -111,3 +111,25 @@ def spoken(tokens: jax.Array) -> jax.Array:
 
 
 VOCAB = Vocabulary(_WORDS)
+
+_STRIP = "\"'`*[]()<>"
+
+
+def reply_words(text: str) -> list[str]:
+    """The words of a reply's first line, lower-cased, with quotes, brackets and a final
+    full stop or exclamation mark taken off ("Bet." -> ["bet"], "[call]" -> ["call"])."""
+    line = text.strip().split("\n", 1)[0].strip().lower()
+    line = "".join(c for c in line if c not in _STRIP).strip().rstrip(".!").strip()
+    return line.split()
+
+
+def utterance(text: str, max_tokens: int) -> np.ndarray:
+    """`[max_tokens]` int32: the reply as an utterance of coplay's vocabulary, for the
+    environment to parse; a reply with words outside the vocabulary, or longer than
+    `max_tokens`, is `<unk>` (it names no move)."""
+    words = reply_words(text)
+    if not words or len(words) > max_tokens or any(w not in VOCAB.index for w in words):
+        out = np.full(max_tokens, PAD, np.int32)
+        out[0] = UNK
+        return out
+    return VOCAB.encode(" ".join(words), max_tokens, end=len(words) < max_tokens)
