@@ -67,6 +67,7 @@ ORDER: list[tuple[str, str | None]] = [
     ("lm_memory", None),
     ("lm_tiny_kuhn", None),
     ("lm_tournament", None),
+    ("textarena_games", None),
     ("q_foraging", None),
     ("social_dynamics", None),
     ("social_punishment", None),
