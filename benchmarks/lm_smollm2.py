@@ -26,10 +26,11 @@ import torch
 from _common import cpu_model, regenerate_page, stamp, write_results
 
 import coplay
-from coplay.algos.lm_grpo import LMGRPO, Config, Turns
+from coplay.algos.lm_grpo import LMGRPO, Config
 from coplay.envs.text.scoring import score_lm_player
 from coplay.lm.models import load_model
 from coplay.lm.policy import LMPlayer
+from coplay.lm.rollout import Rollout
 
 RESULTS = "lm_smollm2.json"
 VIEWS = ["kuhn poker , you are player 0 , your card : king , actions : none , your move",
@@ -72,7 +73,8 @@ def main() -> None:
     bet = lp.move_ids[1]
     before = float(np.exp(lp.move_log_probs([prompt], [[1]])[0][0]))
     old = lp.token_log_probs([prompt], [bet])[0].detach().numpy()
-    learner._step_on([0], Turns([prompt], [bet], [old], None, [[0, 1]], [1], [0], [0], [0], ["bet"]),
+    learner._step_on([0], Rollout([prompt], [bet], [old], None, [[0, 1]], [1], agent=[0], episode=[0], step=[0],
+                                  texts=["bet"]),
                      np.asarray([1.0]), {"loss": [], "clip_frac": [], "kl": [], "grad_norm": []})
     after = float(np.exp(lp.move_log_probs([prompt], [[1]])[0][0]))
     times = []

@@ -21,7 +21,8 @@ from coplay.envs.text.scoring import score_lm_player  # noqa: E402
 from coplay.experiment import checkpoint  # noqa: E402
 from coplay.experiment.playback import evaluate_run  # noqa: E402
 from coplay.experiment.tournament import run_tournament  # noqa: E402
-from coplay.algos.lm_grpo import LMGRPO, Config, Turns  # noqa: E402
+from coplay.algos.lm_grpo import LMGRPO, Config  # noqa: E402
+from coplay.lm.rollout import Rollout  # noqa: E402
 from coplay.lm.models import LoadedModel, load_model, smollm2_path, tiny_model  # noqa: E402
 from coplay.lm import policy as lm_policy  # noqa: E402
 from coplay.algos import lm_grpo  # noqa: E402
@@ -124,7 +125,8 @@ def test_one_lora_step_moves_a_moves_probability_the_way_its_advantage_says(kuhn
 
     before = p_bet()
     old = player.token_log_probs([prompt], [player.move_ids[1]])[0].detach().numpy()
-    turns = Turns([prompt], [player.move_ids[1]], [old], None, [[0, 1]], [1], [0], [0], [0], ["bet"])
+    turns = Rollout([prompt], [player.move_ids[1]], [old], None, [[0, 1]], [1], agent=[0], episode=[0], step=[0],
+                    texts=["bet"])
     stats: dict = {"loss": [], "clip_frac": [], "kl": [], "grad_norm": []}
     learner._step_on([0], turns, np.asarray([sign]), stats)
     after = p_bet()

@@ -199,3 +199,34 @@ def test_a_game_that_breaks_the_contract_is_named():
 
     with pytest.raises(HostEnvError, match="did not end within 20"):
         check_game(Endless(), random_legal, max_turns=20)
+
+
+def test_lm_grpo_plays_a_textarena_game_in_groups_and_drops_what_did_not_finish():
+    from coplay.algos.lm_grpo import LMGRPO, Config
+    from coplay.lm.models import tiny_model
+
+    env = coplay.make("textarena:KuhnPoker-v0")
+    config = Config(model="tiny", episodes=4, group_size=2, max_new_tokens=4)
+    learner = LMGRPO(config, env, seeds=1, seed=0, loaded=tiny_model(seed=2))
+    played = learner.play(0, 0, 4, 2)
+    rec = played.turns
+    assert played.complete.all() and set(rec.status) == {"complete"}
+    first = {e: rec.prompts[rec.episode.index(e)] for e in range(4)}
+    assert first[0] == first[1] and first[2] == first[3]          # a group starts from one deal
+    for e in range(4):                                              # the game's rewards, at its last turn
+        last = max(t for i, t in enumerate(rec.step) if rec.episode[i] == e)
+        assert played.reward[e].sum(0).tolist() == played.reward[e, last].tolist() and played.reward[e, last].any()
+    again = LMGRPO(config, env, seeds=1, seed=0, loaded=tiny_model(seed=2)).play(0, 0, 4, 2).turns
+    assert again.replies == rec.replies and again.prompts == rec.prompts   # deterministic per key
+    metrics = learner.update(0, 0)
+    assert np.isfinite([metrics["loss"], metrics["invalid"]]).all() and metrics["truncated"] == 0.0
+    # a game cut off by max_turns has no result: dropped, not scored
+    cut = LMGRPO(config, coplay.make("textarena:TicTacToe-v0", max_turns=1), seeds=1, seed=0,
+                 loaded=tiny_model(seed=2))
+    short = cut.play(0, 0, 4, 2)
+    assert not short.complete.any() and set(short.turns.status) == {"truncated"}   # one reply ends no game
+    assert not short.turns.scored().any() and np.all(cut.advantages(0, short) == 0)
+    with pytest.raises(ConfigError, match="decoding=free"):
+        LMGRPO(Config(model="tiny", decoding="choose_legal"), env, seeds=1, seed=0, loaded=tiny_model(seed=2))
+    with pytest.raises(ConfigError, match="text matches"):
+        learner.policy()

@@ -111,8 +111,7 @@ class Capabilities:
                             if able)
         if isinstance(space, Text):
             if not self.free_text:
-                out.append("its moves are free text, played on the host (a TextArena game): it plays in "
-                           "text matches (coplay.eval.text_match), and no learner trains on it yet")
+                out.append("its moves are free text, played on the host (a TextArena game)")
             return out
         if not isinstance(space, (Discrete, Box, MultiDiscrete)):
             out.append(f"actions {space} are neither Discrete, Box nor utterances (MultiDiscrete)")

@@ -26,6 +26,14 @@ updates (a copy of the adapters alone): the regularised Nash dynamics of
 `decoding=choose_legal` a reply is one draw among the legal moves, and its
 log-probability (renormalised over them) is the one "token" of the ratio.
 
+Free-text games (`env=textarena:<id>`, `coplay.envs.text.host_game`) are played on the
+host: a copy per episode, the copies of a group reset with one seed, the model's reply
+in free text (decoding=free) parsed by the game, the game's rewards at its end. An
+episode that did not end by the game's rules (cut by the horizon, or a game that raised)
+has no result: it enters the estimators as unscorable and its replies are not trained
+on. Every update's replies are a `coplay.lm.rollout.Rollout`, the token-faithful record
+(with each reply's role, group, model version and status) that exports to TRL and verl.
+
 Adapters (`adapters`): `shared`, one adapter per seed that speaks in every
 role; `per_role`, one adapter per role and seed on the one frozen base model
 (a proposer and a solver that differ at the cost of a small adapter each).
@@ -41,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -57,18 +66,21 @@ from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy
 from coplay.envs.text.base import TextEnv
+from coplay.envs.text.host_game import HostTextEnv, HostTextGame, Status, Turn
 from coplay.envs.text.scoring import score_lm_player
 from coplay.envs.text.tree_games import TextTreeGame
 from coplay.envs.text.vocab import VOCAB
+from coplay.lm import prompts as lm_prompts
 from coplay.lm.acting import lm_policy
 from coplay.lm.models import LoadedModel, load_model, require_llm
 from coplay.lm.policy import DECODINGS, Decoding, LMPlayer, Reply
+from coplay.lm.rollout import Rollout
 from coplay.lm.token_loss import clipped_token_loss, token_mean
 
 Adapters = Literal["shared", "per_role"]
 ADAPTERS: tuple[str, ...] = get_args(Adapters)
-CAPABILITIES = Capabilities(discrete_actions=False, utterances=True, turn_based=True,
-                            image_obs=False)   # a language model: its observations are token ids
+CAPABILITIES = Capabilities(discrete_actions=False, utterances=True, turn_based=True, free_text=True,
+                            image_obs=False)   # a language model: its observations are token ids or text
 
 
 @dataclass(frozen=True)
@@ -102,35 +114,23 @@ def check(config: Config, env: Any) -> None:
     checked by `HostTrainer`)."""
     spec = env.spec
     check_group_rl(config, env, "lm_grpo")
+    if isinstance(env, HostTextEnv) and config.decoding != "free":
+        raise ConfigError(f"algo.decoding={config.decoding} chooses among a coplay text game's moves; {spec.name!r} "
+                          "is a free-text game, whose replies the game parses: use algo.decoding=free")
     if config.adapters == "per_role" and spec.num_agents < 2:
         raise ConfigError(f"algo.adapters=per_role gives each role an adapter, and {spec.name!r} has one role; "
                           f"use algo.adapters=shared")
 
 
 @dataclass
-class Turns:
-    """The replies of one update's episodes, in the order they were written."""
-
-    prompts: list[list[int]]
-    replies: list[list[int]]
-    old: list[np.ndarray]            # sampling-time log-probabilities per reply token (choose_legal: [1])
-    ref: list[np.ndarray] | None     # the base model's, where kl_coef > 0
-    legal: list[list[int]]           # the moves legal at the turn
-    moves: list[int]                 # decoding=choose_legal: the move drawn
-    agent: list[int]                 # who spoke
-    episode: list[int]
-    step: list[int]
-    texts: list[str]
-
-
-@dataclass
 class Played:
-    turns: Turns
+    turns: Rollout
     reward: np.ndarray    # [E, T, N]
     acted: np.ndarray     # [E, T, N] bool
     state: np.ndarray     # [E, T, N] int32 view keys (GiGPO's anchor states)
     invalid: np.ndarray   # [E] invalid utterances per episode
     group: np.ndarray     # [E]
+    complete: np.ndarray  # [E] bool: the game ended within the horizon (the others are truncated: unscored)
 
 
 def release_memory() -> None:
@@ -181,7 +181,8 @@ class LMGRPO(HostTrainer[Config]):
         if loaded is None:
             loaded = load_model(config.model, seed=config.model_seed)
         run_seed = seed
-        assert isinstance(env, TextEnv)
+        assert isinstance(env, (TextEnv, HostTextEnv))
+        self.free_text = isinstance(env, HostTextEnv)
         if config.anneal_lr and num_updates < 1:
             raise ConfigError("algo.anneal_lr=true needs the run's number of updates")
         self.torch, self.env = torch, env
@@ -205,7 +206,8 @@ class LMGRPO(HostTrainer[Config]):
                 else:
                     model.add_adapter(name, lora)
         self.model = model
-        self.player = LMPlayer(LoadedModel(model, loaded.tokenizer, loaded.stop_ids, loaded.name), env,
+        self.player = LMPlayer(LoadedModel(model, loaded.tokenizer, loaded.stop_ids, loaded.name),
+                               None if isinstance(env, HostTextEnv) else env,
                                max_new_tokens=config.max_new_tokens, temperature=config.temperature,
                                decoding=config.decoding, batch_size=config.batch_size)
         self.player.speaking_as = self.speaking_as   # type: ignore[method-assign]
@@ -217,9 +219,11 @@ class LMGRPO(HostTrainer[Config]):
         self.baselines = np.zeros((seeds, 1, spec.num_agents), np.float32)   # rae: per seed, [games, roles]
         self.estimate = estimator(config.estimator)
         self.estimator_options = config.estimator_options()
-        self._reset = jax.jit(jax.vmap(env.reset))
-        self._step = jax.jit(jax.vmap(env.step))
-        self._mask = jax.jit(jax.vmap(env.move_mask))
+        if isinstance(env, TextEnv):
+            self._reset = jax.jit(jax.vmap(env.reset))
+            self._step = jax.jit(jax.vmap(env.step))
+            self._mask = jax.jit(jax.vmap(env.move_mask))
+        self.games: list[HostTextGame] = []   # free-text games: copies, reused from update to update
         self.seed = 0
         self._samples: list[list[str]] = []
 
@@ -231,6 +235,13 @@ class LMGRPO(HostTrainer[Config]):
     def adapter(self, seed: int, agent: int) -> str:
         row = self.adapter_names[seed]
         return row[agent] if len(row) > 1 else row[0]
+
+    def version(self, agent: int) -> int:
+        """The optimiser steps that `agent`'s adapter (of the current seed) has taken: the model
+        version of what it samples now."""
+        first = self.params[self.adapter(self.seed, agent)][0]
+        step = self.optimizers[self.adapter(self.seed, agent)].state.get(first, {}).get("step")
+        return 0 if step is None else int(step)
 
     @contextlib.contextmanager
     def speaking_as(self, agent: int) -> Iterator[None]:
@@ -252,7 +263,7 @@ class LMGRPO(HostTrainer[Config]):
         return key, self.torch.Generator().manual_seed(torch_seed)
 
     # ----- playing ----------------------------------------------------------------------------
-    def _log_probs(self, turns: Turns, idx: Sequence[int], grad: bool) -> list[Any]:
+    def _log_probs(self, turns: Rollout, idx: Sequence[int], grad: bool) -> list[Any]:
         """Log-probabilities of the replies `idx` under the active adapter (per token; with
         decoding=choose_legal, [1]: the move's, renormalised over the legal moves)."""
         torch = self.torch
@@ -267,6 +278,8 @@ class LMGRPO(HostTrainer[Config]):
     def play(self, seed: int, number: int, episodes: int, group_size: int, purpose: int = 0) -> Played:
         """`episodes` episodes of self-play by seed `seed`'s adapters, groups of `group_size`
         from one reset key each; `(number, purpose)` picks the random streams."""
+        if self.free_text:
+            return self._play_free_text(seed, number, episodes, group_size, purpose)
         env, c = self.env, self.config
         self.seed = seed
         key, generator = self._keys(seed, number, purpose)
@@ -280,7 +293,8 @@ class LMGRPO(HostTrainer[Config]):
         views = np.zeros((episodes, h, n), np.int32)
         invalid = np.zeros(episodes, np.int64)
         done = np.zeros(episodes, bool)
-        turns = Turns([], [], [], [] if c.kl_coef > 0 else None, [], [], [], [], [], [])
+        turns = Rollout(ref=[] if c.kl_coef > 0 else None, per_token=c.decoding == "free")
+        roles = env.spec.roles
         for t in range(h):
             active = np.asarray(ts.active) & ~done[:, None]
             if not active.any():
@@ -310,8 +324,11 @@ class LMGRPO(HostTrainer[Config]):
                 turns.legal.append(ms)
                 turns.moves.append(r.move)
                 turns.agent.append(int(a))
+                turns.role.append(roles[int(a)])
                 turns.episode.append(int(e))
+                turns.group.append(int(group[e]))
                 turns.step.append(t)
+                turns.version.append(self.version(int(a)))
                 turns.texts.append(r.text)
             if turns.ref is not None:   # the reference's log-probabilities
                 turns.ref.extend(self._reference_log_probs(turns, start))
@@ -323,9 +340,87 @@ class LMGRPO(HostTrainer[Config]):
             if "invalid_utterance" in ts.info:
                 invalid += (np.asarray(ts.info["invalid_utterance"]) & active).sum(-1)
             done |= np.asarray(ts.done)
-        return Played(turns, reward, acted, views, invalid, group)
+        turns.finish(["complete" if d else "truncated" for d in done])
+        return Played(turns, reward, acted, views, invalid, group, done.copy())
 
-    def _reference_log_probs(self, turns: Turns, start: int) -> list[np.ndarray]:
+    def _play_free_text(self, seed: int, number: int, episodes: int, group_size: int, purpose: int) -> Played:
+        """`play` on a free-text game (`env=textarena:<id>`): one copy per episode, the games of a
+        group reset with one seed; each turn, every live game's player to move reads the
+        game's messages (`coplay.lm.prompts.free_text_messages`) and replies in free text. A
+        game's rewards are the ones it reports at its end, received at its last turn; a game
+        that raised (`failed`) or did not end within `max_turns` (`truncated`) is unscored."""
+        env, c = self.env, self.config
+        assert isinstance(env, HostTextEnv)
+        self.seed = seed
+        key, generator = self._keys(seed, number, purpose)
+        group = np.repeat(np.arange(episodes // group_size), group_size)
+        game_seeds = np.asarray(jax.random.randint(key, (episodes // group_size,), 0, 2**31 - 1))
+        while len(self.games) < episodes:
+            self.games.append(env.game())
+        n, h = self.num_agents, self.horizon
+        reward = np.zeros((episodes, h, n), np.float32)
+        acted = np.zeros((episodes, h, n), bool)
+        views = np.zeros((episodes, h, n), np.int32)
+        invalid = np.zeros(episodes, np.int64)
+        status: list[Status] = ["truncated"] * episodes
+        now: list[Turn | None] = []
+        for e in range(episodes):
+            try:
+                now.append(self.games[e].reset(int(game_seeds[group[e]])))
+            except Exception:  # noqa: BLE001 - a game that cannot start is a failed episode, not a crash
+                now.append(None)
+                status[e] = "failed"
+        turns = Rollout(ref=[] if c.kl_coef > 0 else None)
+        roles = env.spec.roles
+        for t in range(h):
+            live = [e for e in range(episodes) if now[e] is not None]
+            if not live:
+                break
+            speaking = [now[e] for e in live]
+            prompts = [self.player.chat(lm_prompts.free_text_messages(u.observation, u.legal))
+                       for u in speaking if u is not None]
+            agents = [u.player for u in speaking if u is not None]
+            replies: list[Reply | None] = [None] * len(live)
+            for agent, idx in self._by_adapter(agents):
+                with self.speaking_as(agent):
+                    for i, one in zip(idx, self.player.sample([prompts[i] for i in idx], generator)):
+                        replies[i] = one
+            start = len(turns.prompts)
+            for e, a, p, r in zip(live, agents, prompts, replies):
+                assert r is not None
+                turns.prompts.append(p)
+                turns.replies.append(r.tokens)
+                turns.old.append(r.log_probs)
+                turns.legal.append([])
+                turns.moves.append(-1)
+                turns.agent.append(a)
+                turns.role.append(roles[a])
+                turns.episode.append(e)
+                turns.group.append(int(group[e]))
+                turns.step.append(t)
+                turns.version.append(self.version(a))
+                turns.texts.append(r.text)
+                acted[e, t, a] = True
+                u = now[e]
+                assert u is not None
+                views[e, t, a] = zlib.crc32(u.observation.encode()) & 0x7FFFFFFF   # the same in every process
+            if turns.ref is not None:
+                turns.ref.extend(self._reference_log_probs(turns, start))
+            for e, r in zip(live, replies):
+                assert r is not None
+                step = self.games[e].step(lm_prompts.first_line(r.text))
+                invalid[e] += int(step.invalid)
+                now[e] = step.turn
+                if step.turn is None:
+                    out = self.games[e].outcome()
+                    status[e] = out.status
+                    if out.status == "complete":
+                        reward[e, t] = out.rewards
+        turns.finish(status)
+        complete = np.asarray([s == "complete" for s in status])
+        return Played(turns, reward, acted, views, invalid, group, complete)
+
+    def _reference_log_probs(self, turns: Rollout, start: int) -> list[np.ndarray]:
         """The KL reference's log-probabilities of the replies from `start` on: the base
         model (adapters off), or the adapters' weights at the last refresh, swapped in."""
         torch = self.torch
@@ -351,8 +446,11 @@ class LMGRPO(HostTrainer[Config]):
 
     # ----- learning ---------------------------------------------------------------------------
     def advantages(self, seed: int, played: Played) -> np.ndarray:
-        """`[E, T, N]` from the estimator (RAE's baseline carried per seed)."""
-        ep = Episodes(jnp.asarray(played.reward), jnp.asarray(played.acted), jnp.asarray(played.group),
+        """`[E, T, N]` from the estimator (RAE's baseline carried per seed). An episode that
+        did not end within the horizon has no result: its rewards enter as NaN, the
+        estimators' mark of an unscorable episode (no statistic, no advantage)."""
+        reward = np.where(played.complete[:, None, None], played.reward, np.nan).astype(np.float32)
+        ep = Episodes(jnp.asarray(reward), jnp.asarray(played.acted), jnp.asarray(played.group),
                       state=jnp.asarray(played.state) if self.estimate.needs_state else None)
         if self.estimate.stateful:
             adv, baseline = self.estimate.fn(ep, jnp.asarray(self.baselines[seed]), **self.estimator_options)
@@ -378,20 +476,26 @@ class LMGRPO(HostTrainer[Config]):
         adv = np.asarray([adv_all[e, t, a] for e, t, a in zip(turns.episode, turns.step, turns.agent)])
         _, generator = self._keys(seed, number, 1)
         m = len(turns.prompts)
+        scored = turns.scored()   # the replies of truncated episodes are dropped, not trained on as a 0
+        keep = set(np.flatnonzero(scored).tolist())
         stats: dict[str, list[float]] = {"loss": [], "clip_frac": [], "kl": [], "grad_norm": []}
         for _ in range(c.epochs):
-            order = torch.randperm(m, generator=generator).tolist()
+            order = [i for i in torch.randperm(m, generator=generator).tolist() if i in keep]
             for part in np.array_split(np.asarray(order, np.int64), c.minibatches):
-                self._step_on([int(i) for i in part], turns, adv, stats)
-        returns = played.reward.sum(1)   # [E, N]
-        spoke = played.acted.any(1)
-        return {"return": float(np.where(spoke, returns, 0.0).sum(1).mean() / max(1, self.num_agents)),
+                if len(part):
+                    self._step_on([int(i) for i in part], turns, adv, stats)
+        complete = played.complete
+        returns = played.reward.sum(1)[complete]   # [E', N]
+        spoke = np.asarray(np.any(played.acted, axis=1))[complete]
+        return {"return": (float(np.where(spoke, returns, 0.0).sum(1).mean() / max(1, self.num_agents))
+                           if complete.any() else float("nan")),
                 "invalid": float(played.invalid.sum() / max(1, m)),
+                "truncated": float(1.0 - complete.mean()),
                 "reply_tokens": float(np.mean([len(r) for r in turns.replies])) if m else 0.0,
-                "advantage_abs": float(np.abs(adv).mean()) if m else 0.0,
+                "advantage_abs": float(np.abs(adv[scored]).mean()) if scored.any() else 0.0,
                 **{k: float(np.mean(v)) if v else 0.0 for k, v in stats.items()}}
 
-    def _step_on(self, idx: list[int], turns: Turns, adv: np.ndarray, stats: dict[str, list[float]]) -> None:
+    def _step_on(self, idx: list[int], turns: Rollout, adv: np.ndarray, stats: dict[str, list[float]]) -> None:
         """One step of every adapter on the replies `idx`: the clipped token loss of the
         minibatch (`coplay.lm.token_loss`, the PyTorch twin of the compiled GRPO's).
 
@@ -454,8 +558,11 @@ class LMGRPO(HostTrainer[Config]):
         played = self.play(seed, number, episodes, 1, purpose=2)
         spoke = played.acted.any(1)
         turns = np.maximum(played.acted.sum((1, 2)), 1)
-        out = {"return": np.where(spoke, played.reward.sum(1), 0.0).sum(1) / env.spec.num_agents,
+        returns = np.where(spoke, played.reward.sum(1), 0.0).sum(1) / env.spec.num_agents
+        out = {"return": np.where(played.complete, returns, np.nan),   # an unscored game has no return
                "invalid": played.invalid / turns}
+        if self.free_text:
+            out["complete"] = played.complete.astype(np.float64)
         if isinstance(env, TextTreeGame):   # play() left seed `seed`'s adapters speaking
             out.update({k: np.asarray(v) for k, v in score_lm_player(env, self.player).measures(episodes).items()})
         if seed == 0:
@@ -471,6 +578,10 @@ class LMGRPO(HostTrainer[Config]):
 
     def policy(self) -> Policy:
         """The model as a Policy of its text environment; params: a seed's index."""
+        if self.free_text:
+            raise ConfigError(f"{self.env.spec.name!r} is a free-text game, played on the host: a model trained on it "
+                              "plays in text matches (coplay.eval.text_match, with coplay.lm.text_agent.LMTextAgent), "
+                              "not as a compiled Policy")
         return lm_policy(self.player, self.use_seed)
 
     # ----- the state a checkpoint holds -------------------------------------------------------

@@ -140,15 +140,18 @@ class LMPlayer:
                               f"{', '.join(map(repr, bad[:8]))}): they do not come back from encode/decode; use a "
                               f"model whose tokenizer covers plain English text")
 
-    def prompt(self, view: str, agent: int, moves: Sequence[str]) -> list[int]:
-        """The token ids of the prompt for `agent` reading `view`, allowed `moves` now."""
-        if self.env is None:
-            raise ValueError("a player without a coplay text environment reads prompts it is given")
-        msgs = prompts.messages(self.env.spec.name, self.roles[agent], view, moves)
+    def chat(self, msgs: list[dict[str, str]]) -> list[int]:
+        """The token ids of chat messages `msgs` through the model's template, ready for its reply."""
         ids = self.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
         if not isinstance(ids, list):   # a BatchEncoding in some versions
             ids = ids["input_ids"]
         return [int(i) for i in ids]
+
+    def prompt(self, view: str, agent: int, moves: Sequence[str]) -> list[int]:
+        """The token ids of the prompt for `agent` reading `view`, allowed `moves` now."""
+        if self.env is None:
+            raise ValueError("a player without a coplay text environment reads prompts it is given")
+        return self.chat(prompts.messages(self.env.spec.name, self.roles[agent], view, moves))
 
     # ----- the model ---------------------------------------------------------------------------
     @contextlib.contextmanager

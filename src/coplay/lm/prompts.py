@@ -54,6 +54,23 @@ def user_message(view: str, moves: Sequence[str], limit: int = 16) -> str:
     return f"{view}\nYour moves: {', '.join(shown)}{more}."
 
 
+# A free-text game (TextArena's) explains itself in its first message; the system message says only how to answer.
+FREE_TEXT = ("You are playing a game with other players. Read the game's messages and reply with your move only, "
+             "written exactly in the format the game asks for, for example [4] or [check].")
+
+
+def free_text_messages(observation: str, legal: Sequence[str] | None = None) -> list[dict[str, str]]:
+    """A free-text game's turn: the game's messages to the player as they are, then the legal
+    moves where the game lists them."""
+    text = observation + ("\nYour legal moves: " + ", ".join(legal) + "." if legal else "")
+    return [{"role": "system", "content": FREE_TEXT}, {"role": "user", "content": text}]
+
+
+def first_line(text: str) -> str:
+    """A free-text reply as the game reads it: its first line, stripped."""
+    return text.strip().split("\n", 1)[0].strip()
+
+
 def messages(env_name: str, role: str, view: str, moves: Sequence[str]) -> list[dict[str, str]]:
     return [{"role": "system", "content": system_message(env_name, role)},
             {"role": "user", "content": user_message(view, moves)}]

@@ -14,16 +14,12 @@ reply's log-probabilities as they were sampled."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from coplay.envs.text.host_game import Turn
+from coplay.lm import prompts
 from coplay.lm.models import LoadedModel, load_model
 from coplay.lm.policy import LMPlayer, Reply
-
-SYSTEM = ("You are playing a game with other players. Read the game's messages and reply with your move only, "
-          "written exactly in the format the game asks for, for example [4] or [check].")
 
 
 class LMTextAgent:
@@ -40,22 +36,15 @@ class LMTextAgent:
         self.last: tuple[list[int], Reply] | None = None
 
     def prompt(self, turn: Turn) -> list[int]:
-        """The token ids of the prompt for `turn`."""
-        text = turn.observation
-        if turn.legal:
-            text += "\nYour legal moves: " + ", ".join(turn.legal) + "."
-        msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": text}]
-        ids: Any = self.loaded.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
-        if not isinstance(ids, list):   # a BatchEncoding in some versions
-            ids = ids["input_ids"]
-        return [int(i) for i in ids]
+        """The token ids of the prompt for `turn` (`coplay.lm.prompts.free_text_messages`)."""
+        return self.player.chat(prompts.free_text_messages(turn.observation, turn.legal))
 
     def __call__(self, turn: Turn, rng: np.random.Generator) -> str:
         del rng   # the model samples from its own generator, seeded at construction
         prompt = self.prompt(turn)
         reply = self.player.sample([prompt], self.generator)[0]
         self.last = (prompt, reply)
-        return reply.text.strip().split("\n", 1)[0]
+        return prompts.first_line(reply.text)
 
 
-__all__ = ["SYSTEM", "LMTextAgent"]
+__all__ = ["LMTextAgent"]

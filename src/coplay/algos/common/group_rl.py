@@ -23,6 +23,7 @@ from coplay.core.config import param
 from coplay.core.errors import ConfigError
 from coplay.core.types import EnvSpec
 from coplay.envs.text.base import TextEnv
+from coplay.envs.text.host_game import HostTextEnv
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def check_group_rl(config: GroupRLConfig, env: Any, trainer: str) -> None:
     speak, groups that do not divide the episodes, an estimator that needs state keys the
     environment does not give, a reference refreshed without a KL term to use it."""
     c, spec = config, env.spec
-    if not isinstance(env, TextEnv):
+    if not isinstance(env, (TextEnv, HostTextEnv)):
         raise ConfigError(f"{trainer} trains on text environments (coplay.envs.text.TextEnv), and {spec.name!r} is "
                           f"a {type(env).__name__}")
     if c.episodes % c.group_size:

@@ -103,7 +103,10 @@ class HostTextGame(abc.ABC):
 class HostTextEnv:
     """A registered free-text game: `spec` for the run loop and the learners'
     capability checks, `game()` for fresh copies. Not a compiled environment: it has
-    no `reset`/`step` of JAX arrays."""
+    no `reset`/`step` of JAX arrays. A player's observation is everything it has been shown
+    (`views_are_states`: equal observations are equal information states, GiGPO's anchors)."""
+
+    views_are_states = True
 
     def __init__(self, name: str, num_players: int, max_turns: int, roles: tuple[str, ...] = ()):
         self.num_players, self.max_turns = num_players, max_turns
