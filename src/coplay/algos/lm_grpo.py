@@ -59,7 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.algos.base import Capabilities, HostTrainer
-from coplay.algos.common.group_advantages import Episodes, estimator, view_keys
+from coplay.algos.common.group_advantages import Episodes, estimator
 from coplay.algos.common.group_rl import GroupRLConfig, check_group_rl
 from coplay.core.config import param, param_default
 from coplay.core.env import Env
@@ -69,12 +69,11 @@ from coplay.envs.text.base import TextEnv
 from coplay.envs.text.host_game import HostTextEnv, HostTextGame, Status, Turn
 from coplay.envs.text.scoring import score_lm_player
 from coplay.envs.text.tree_games import TextTreeGame
-from coplay.envs.text.vocab import VOCAB
 from coplay.lm import prompts as lm_prompts
 from coplay.lm.acting import lm_policy
 from coplay.lm.models import LoadedModel, load_model, require_llm
 from coplay.lm.policy import DECODINGS, Decoding, LMPlayer, Reply
-from coplay.lm.rollout import Rollout
+from coplay.lm.rollout import Played, Rollout, TextPlay
 from coplay.lm.token_loss import clipped_token_loss, token_mean
 
 Adapters = Literal["shared", "per_role"]
@@ -120,17 +119,6 @@ def check(config: Config, env: Any) -> None:
     if config.adapters == "per_role" and spec.num_agents < 2:
         raise ConfigError(f"algo.adapters=per_role gives each role an adapter, and {spec.name!r} has one role; "
                           f"use algo.adapters=shared")
-
-
-@dataclass
-class Played:
-    turns: Rollout
-    reward: np.ndarray    # [E, T, N]
-    acted: np.ndarray     # [E, T, N] bool
-    state: np.ndarray     # [E, T, N] int32 view keys (GiGPO's anchor states)
-    invalid: np.ndarray   # [E] invalid utterances per episode
-    group: np.ndarray     # [E]
-    complete: np.ndarray  # [E] bool: the game ended within the horizon (the others are truncated: unscored)
 
 
 def release_memory() -> None:
@@ -220,9 +208,7 @@ class LMGRPO(HostTrainer[Config]):
         self.estimate = estimator(config.estimator)
         self.estimator_options = config.estimator_options()
         if isinstance(env, TextEnv):
-            self._reset = jax.jit(jax.vmap(env.reset))
-            self._step = jax.jit(jax.vmap(env.step))
-            self._mask = jax.jit(jax.vmap(env.move_mask))
+            self.text_play = TextPlay(self.player, env)
         self.games: list[HostTextGame] = []   # free-text games: copies, reused from update to update
         self.seed = 0
         self._samples: list[list[str]] = []
@@ -280,68 +266,12 @@ class LMGRPO(HostTrainer[Config]):
         from one reset key each; `(number, purpose)` picks the random streams."""
         if self.free_text:
             return self._play_free_text(seed, number, episodes, group_size, purpose)
-        env, c = self.env, self.config
         self.seed = seed
         key, generator = self._keys(seed, number, purpose)
-        k_reset, k_step = jax.random.split(key)
-        group = np.repeat(np.arange(episodes // group_size), group_size)
-        state, ts = self._reset(jax.random.split(k_reset, episodes // group_size)[group])
-        n, h = self.num_agents, self.horizon
-        t_max = int(env.spec.action_space.shape[-1])
-        reward = np.zeros((episodes, h, n), np.float32)
-        acted = np.zeros((episodes, h, n), bool)
-        views = np.zeros((episodes, h, n), np.int32)
-        invalid = np.zeros(episodes, np.int64)
-        done = np.zeros(episodes, bool)
-        turns = Rollout(ref=[] if c.kl_coef > 0 else None, per_token=c.decoding == "free")
-        roles = env.spec.roles
-        for t in range(h):
-            active = np.asarray(ts.active) & ~done[:, None]
-            if not active.any():
-                break
-            obs, legal = np.asarray(ts.obs), np.asarray(self._mask(state))
-            views[:, t] = np.asarray(view_keys(ts.obs))
-            speakers = list(zip(*np.nonzero(active)))
-            allowed = [[int(m) for m in np.flatnonzero(legal[e, a])] for e, a in speakers]
-            prompts = [self.player.prompt(VOCAB.decode(obs[e, a]), int(a), [self.player.moves[m] for m in ms])
-                       for (e, a), ms in zip(speakers, allowed)]
-            replies: list[Reply | None] = [None] * len(speakers)
-            agents = [int(a) for _, a in speakers]
-            for agent, idx in self._by_adapter(agents):
-                with self.speaking_as(agent):
-                    drawn = self.player.sample([prompts[i] for i in idx], generator, [allowed[i] for i in idx])
-                    for i, one in zip(idx, drawn):
-                        replies[i] = one
-            actions = np.zeros((episodes, n, t_max), np.int32)
-            start = len(turns.prompts)
-            for (e, a), ms, p, reply in zip(speakers, allowed, prompts, replies):
-                assert reply is not None
-                r = reply
-                actions[e, a] = self.player.to_utterance(r)
-                turns.prompts.append(p)
-                turns.replies.append(r.tokens)
-                turns.old.append(r.log_probs)
-                turns.legal.append(ms)
-                turns.moves.append(r.move)
-                turns.agent.append(int(a))
-                turns.role.append(roles[int(a)])
-                turns.episode.append(int(e))
-                turns.group.append(int(group[e]))
-                turns.step.append(t)
-                turns.version.append(self.version(int(a)))
-                turns.texts.append(r.text)
-            if turns.ref is not None:   # the reference's log-probabilities
-                turns.ref.extend(self._reference_log_probs(turns, start))
-            state, ts = self._step(state, jnp.asarray(actions), jax.random.split(jax.random.fold_in(k_step, t),
-                                                                                episodes))
-            live = ~done
-            reward[:, t] = np.where(live[:, None], np.asarray(ts.reward, np.float32).reshape(episodes, n), 0.0)
-            acted[:, t] = active
-            if "invalid_utterance" in ts.info:
-                invalid += (np.asarray(ts.info["invalid_utterance"]) & active).sum(-1)
-            done |= np.asarray(ts.done)
-        turns.finish(["complete" if d else "truncated" for d in done])
-        return Played(turns, reward, acted, views, invalid, group, done.copy())
+        return self.text_play.play(key, generator, episodes, group_size, groups=self._by_adapter,
+                                   speaking_as=self.speaking_as, version=self.version,
+                                   reference=self._reference_log_probs if self.config.kl_coef > 0 else None,
+                                   horizon=self.horizon)
 
     def _play_free_text(self, seed: int, number: int, episodes: int, group_size: int, purpose: int) -> Played:
         """`play` on a free-text game (`env=textarena:<id>`): one copy per episode, the games of a

@@ -26,11 +26,19 @@ write the record with the field names of TRL's `GRPOTrainer` (`rollout_func`'s
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
+from coplay.envs.text.base import TextEnv
 from coplay.envs.text.host_game import STATUSES, Status
+from coplay.envs.text.vocab import VOCAB, view_keys
+from coplay.lm.policy import LMPlayer, Reply
 
 
 @dataclass
@@ -138,4 +146,112 @@ class Rollout:
         return out
 
 
-__all__ = ["Rollout"]
+@dataclass
+class Played:
+    """A batch of episodes as played: the record of its replies and, per episode, step and agent, what
+    the estimators read."""
+
+    turns: Rollout
+    reward: np.ndarray    # [E, T, N]
+    acted: np.ndarray     # [E, T, N] bool
+    state: np.ndarray     # [E, T, N] int32 view keys (GiGPO's anchor states)
+    invalid: np.ndarray   # [E] invalid utterances per episode
+    group: np.ndarray     # [E]
+    complete: np.ndarray  # [E] bool: the game ended within the horizon (the others are truncated: unscored)
+
+
+def _one_voice(agents: Sequence[int]) -> list[tuple[int, list[int]]]:
+    return [(agents[0], list(range(len(agents))))] if len(agents) else []
+
+
+@contextlib.contextmanager
+def _as_is(agent: int) -> Iterator[None]:
+    yield
+
+
+class TextPlay:
+    """Self-play of a compiled text environment by a language model: every seat played by
+    `player`, batches of episodes stepped together (reset, step and the move mask jitted and
+    vmapped), one `Rollout` row per reply."""
+
+    def __init__(self, player: LMPlayer, env: TextEnv):
+        self.player, self.env = player, env
+        self._reset = jax.jit(jax.vmap(env.reset))
+        self._step = jax.jit(jax.vmap(env.step))
+        self._mask = jax.jit(jax.vmap(env.move_mask))
+
+    def play(self, key: jax.Array, generator: Any, episodes: int, group_size: int, *,
+             groups: Callable[[Sequence[int]], list[tuple[int, list[int]]]] = _one_voice,
+             speaking_as: Callable[[int], contextlib.AbstractContextManager] = _as_is,
+             version: Callable[[int], int] = lambda agent: 0,
+             reference: Callable[[Rollout, int], list[np.ndarray]] | None = None,
+             horizon: int | None = None) -> Played:
+        """`episodes` episodes in groups of `group_size` that start from one reset key each
+        (split from `key`; `generator`, a torch.Generator, draws the replies). `groups(agents)`
+        says which replies of a turn are sampled together and `speaking_as(agent)` switches
+        to that voice (a trainer's adapters); `version(agent)` is the model version recorded;
+        `reference(record, start)`, where given, the KL reference's log-probabilities of the
+        replies from `start` on. `horizon` (default the environment's `max_steps`): the steps
+        played; an episode still going then is truncated (unscored)."""
+        env, player = self.env, self.player
+        k_reset, k_step = jax.random.split(key)
+        group = np.repeat(np.arange(episodes // group_size), group_size)
+        state, ts = self._reset(jax.random.split(k_reset, episodes // group_size)[group])
+        n, h = env.spec.num_agents, horizon or env.spec.max_steps
+        t_max = int(env.spec.action_space.shape[-1])
+        reward = np.zeros((episodes, h, n), np.float32)
+        acted = np.zeros((episodes, h, n), bool)
+        views = np.zeros((episodes, h, n), np.int32)
+        invalid = np.zeros(episodes, np.int64)
+        done = np.zeros(episodes, bool)
+        turns = Rollout(ref=[] if reference is not None else None, per_token=player.decoding == "free")
+        roles = env.spec.roles
+        for t in range(h):
+            active = np.asarray(ts.active) & ~done[:, None]
+            if not active.any():
+                break
+            obs, legal = np.asarray(ts.obs), np.asarray(self._mask(state))
+            views[:, t] = np.asarray(view_keys(ts.obs))
+            speakers = list(zip(*np.nonzero(active)))
+            allowed = [[int(m) for m in np.flatnonzero(legal[e, a])] for e, a in speakers]
+            prompts = [player.prompt(VOCAB.decode(obs[e, a]), int(a), [player.moves[m] for m in ms])
+                       for (e, a), ms in zip(speakers, allowed)]
+            replies: list[Reply | None] = [None] * len(speakers)
+            agents = [int(a) for _, a in speakers]
+            for agent, idx in groups(agents):
+                with speaking_as(agent):
+                    drawn = player.sample([prompts[i] for i in idx], generator, [allowed[i] for i in idx])
+                    for i, one in zip(idx, drawn):
+                        replies[i] = one
+            actions = np.zeros((episodes, n, t_max), np.int32)
+            start = len(turns)
+            for (e, a), ms, p, r in zip(speakers, allowed, prompts, replies):
+                assert r is not None
+                actions[e, a] = player.to_utterance(r)
+                turns.prompts.append(p)
+                turns.replies.append(r.tokens)
+                turns.old.append(r.log_probs)
+                turns.legal.append(ms)
+                turns.moves.append(r.move)
+                turns.agent.append(int(a))
+                turns.role.append(roles[int(a)])
+                turns.episode.append(int(e))
+                turns.group.append(int(group[e]))
+                turns.step.append(t)
+                turns.version.append(version(int(a)))
+                turns.texts.append(r.text)
+            if reference is not None and turns.ref is not None:   # the reference's log-probabilities
+                turns.ref.extend(reference(turns, start))
+            state, ts = self._step(state, jnp.asarray(actions), jax.random.split(jax.random.fold_in(k_step, t),
+                                                                                episodes))
+            live = ~done
+            reward[:, t] = np.where(live[:, None], np.asarray(ts.reward, np.float32).reshape(episodes, n), 0.0)
+            acted[:, t] = active
+            if "invalid_utterance" in ts.info:
+                invalid += (np.asarray(ts.info["invalid_utterance"]) & active).sum(-1)
+            done |= np.asarray(ts.done)
+        turns.finish(["complete" if d else "truncated" for d in done])
+        return Played(turns, reward, acted, views, invalid, group, done.copy())
+
+
+__all__ = ["Played", "Rollout", "TextPlay"]

@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.core.errors import ConfigError, unknown_name
+from coplay.envs.text.vocab import view_keys  # noqa: F401  (GiGPO's state keys of token views, re-exported)
 
 EPS = 1e-6
 
@@ -65,16 +66,6 @@ class Episodes(NamedTuple):
             return self.role
         e, _, n = self.acted.shape
         return jnp.broadcast_to(jnp.arange(n), (e, n))
-
-
-def view_keys(views: jax.Array) -> jax.Array:
-    """`[..., L]` token ids -> `[...]` int32 keys, equal for equal views: the state keys
-    of GiGPO's anchor-state groups where an environment's views are its states (a
-    polynomial hash modulo 2^32: distinct views of one batch collide with negligible
-    chance)."""
-    powers = jnp.asarray(np.cumprod(np.full(views.shape[-1], 1_000_003, np.uint64)) % (1 << 32), jnp.uint32)
-    key = jnp.sum(views.astype(jnp.uint32) * powers, axis=-1, dtype=jnp.uint32)
-    return jax.lax.bitcast_convert_type(key, jnp.int32)
 
 
 # --- grouping and statistics ----------------------------------------------------------

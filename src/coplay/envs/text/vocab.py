@@ -133,3 +133,13 @@ def utterance(text: str, max_tokens: int) -> np.ndarray:
         out[0] = UNK
         return out
     return VOCAB.encode(" ".join(words), max_tokens, end=len(words) < max_tokens)
+
+
+def view_keys(views: jax.Array) -> jax.Array:
+    """`[..., L]` token ids -> `[...]` int32 keys, equal for equal views: the state keys
+    of GiGPO's anchor-state groups where an environment's views are its states (a
+    polynomial hash modulo 2^32: distinct views of one batch collide with negligible
+    chance)."""
+    powers = jnp.asarray(np.cumprod(np.full(views.shape[-1], 1_000_003, np.uint64)) % (1 << 32), jnp.uint32)
+    key = jnp.sum(views.astype(jnp.uint32) * powers, axis=-1, dtype=jnp.uint32)
+    return jax.lax.bitcast_convert_type(key, jnp.int32)
