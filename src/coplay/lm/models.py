@@ -233,7 +233,7 @@ def tiny_model(seed: int = 0, width: int = 64, layers: int = 2, heads: int = 4) 
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
     model.eval()
-    return LoadedModel(model, tokenizer, _stop_ids(tokenizer, model), f"tiny(seed={seed})")
+    return LoadedModel(model, tokenizer, stop_ids(tokenizer, model), f"tiny(seed={seed})")
 
 
 def load_model(spec: str, seed: int = 0) -> LoadedModel:
@@ -282,7 +282,7 @@ def load_model(spec: str, seed: int = 0) -> LoadedModel:
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     model.eval()
-    return LoadedModel(model, tokenizer, _stop_ids(tokenizer, model), spec)
+    return LoadedModel(model, tokenizer, stop_ids(tokenizer, model), spec)
 
 
 WEIGHTS = ("*.safetensors", "pytorch_model*.bin")
@@ -359,7 +359,7 @@ def _hub_access(spec: str) -> dict[str, Any]:
     return {}
 
 
-def _stop_ids(tokenizer: Any, model: Any) -> tuple[int, ...]:
+def stop_ids(tokenizer: Any, model: Any) -> tuple[int, ...]:
     """The ids that end a reply: the tokenizer's end of sequence and, where they
     differ, the model's configured ones."""
     ids = {tokenizer.eos_token_id}
