@@ -166,10 +166,20 @@ def test_a_match_seats_a_language_model_beside_scripted_bots_in_one_textarena_ga
     prompt, reply = lm.last
     assert prompt[-len(reply.tokens):] != reply.tokens and len(reply.log_probs) == len(reply.tokens)
     assert sum(result.wins) <= 6
-    # coplay's own game through TextArena's loop, in the same kind of match
-    kuhn = play_matches(lambda: coplay_game("text:kuhn_poker"), [random_legal, first_legal], games=8, seed=1)
-    assert kuhn.statuses == {"complete": 8}
-    assert abs(sum(sum(r) for r in kuhn.rewards)) < 1e-6
+    # coplay's own game through TextArena's loop: the model, a coplay text policy (a token-level policy of
+    # algo=grpo that writes legal moves only) and a scripted bot at one table
+    import jax
+
+    from coplay.algos.grpo import GRPO, Config
+    from coplay.eval.text_match import PolicyTextAgent
+
+    text_env = coplay.make("text:kuhn_poker")
+    grpo = GRPO(Config(decoding="legal", layers=1, width=16), text_env, num_updates=1)
+    policy = PolicyTextAgent(grpo.policy(), grpo.init(jax.random.PRNGKey(0)).params, text_env)
+    kuhn = play_matches(lambda: coplay_game("text:kuhn_poker"), [lm, policy, random_legal], games=12, seed=1)
+    assert kuhn.statuses == {"complete": 12} and [len(r) for r in kuhn.rewards] == [8, 8, 8]
+    assert kuhn.invalid[1] == 0 and kuhn.replies[1] > 0                      # it writes legal moves only
+    assert abs(sum(sum(r) for r in kuhn.rewards)) < 1e-6                       # zero-sum
 
 
 def test_a_game_that_breaks_the_contract_is_named():

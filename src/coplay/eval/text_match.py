@@ -42,6 +42,41 @@ def first_legal(turn: Turn, rng: np.random.Generator) -> str:
     return turn.legal[0] if turn.legal else "[pass]"
 
 
+class PolicyTextAgent:
+    """A coplay text policy (a `Policy` of a coplay text environment: a token-level policy
+    trained by `algo=grpo`, or any other) seated in a coplay text game played through
+    TextArena's loop (`coplay.interop.textarena.coplay_game`): it reads the view the game
+    wrote for its player (the observation's lines before `Available moves:`, encoded in
+    coplay's vocabulary), is handed the legal moves listed there as its mask, and its
+    utterance is the reply, in brackets."""
+
+    def __init__(self, policy: Any, params: Any, env: Any, name: str = "coplay text policy"):
+        import jax
+
+        self.policy, self.params, self.env, self.name = policy, params, env, name
+        self.length = int(env.spec.obs_space.shape[-1])
+        self.moves = tuple(env.move_texts)
+        self._act = jax.jit(lambda p, obs, mask, key: policy.act(p, obs, mask, key, policy.initial_carry((1,)),
+                                                                 jax.numpy.ones((1,), bool))[0])
+
+    def __call__(self, turn: Turn, rng: np.random.Generator) -> str:
+        import jax
+
+        from coplay.envs.text.vocab import VOCAB
+
+        lines = turn.observation.splitlines()
+        view = "\n".join(line for line in lines if not line.startswith("Available moves:"))
+        n = self.env.spec.num_agents
+        obs = np.zeros((1, n, self.length), np.int32)
+        obs[0, turn.player] = VOCAB.encode(view, self.length)
+        legal = {m.strip("[]") for m in (turn.legal or ())}
+        mask = np.zeros((1, n, len(self.moves)), bool)
+        mask[0, turn.player] = [m in legal for m in self.moves] if legal else True
+        key = jax.random.PRNGKey(int(rng.integers(2**31 - 1)))
+        tokens = np.asarray(self._act(self.params, obs, mask, key))[0, turn.player]
+        return "[" + VOCAB.decode(tokens) + "]"
+
+
 def agent_name(agent: Any) -> str:
     return str(getattr(agent, "name", None) or getattr(agent, "__name__", type(agent).__name__))
 
@@ -118,4 +153,5 @@ def play_matches(env: HostTextEnv | Callable[[], HostTextGame], agents: Sequence
     return result
 
 
-__all__ = ["MatchResult", "TextAgent", "agent_name", "first_legal", "play_matches", "random_legal"]
+__all__ = ["MatchResult", "PolicyTextAgent", "TextAgent", "agent_name", "first_legal", "play_matches",
+           "random_legal"]
