@@ -48,8 +48,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from coplay.core.errors import ConfigError, HostEnvError
-from coplay.core.registry import ENVS, unknown_name
+from coplay.core.errors import ConfigError, HostEnvError, UnknownNameError, did_you_mean
+from coplay.core.registry import ENVS
 from coplay.envs.text.host_game import HostTextEnv, HostTextGame, Outcome, Status, Step, Turn
 from coplay.envs.text.vocab import VOCAB, utterance
 from coplay.interop.extras import require
@@ -208,7 +208,9 @@ class TextArenaEnv(HostTextEnv):
         ta = _textarena()
         ids = registered()
         if game_id not in ids:
-            raise unknown_name("TextArena game", game_id, ids)
+            base = [i for i in ids if re.fullmatch(r"[^-]+-v\d+", i)]
+            raise UnknownNameError(f"unknown TextArena game {game_id!r}{did_you_mean(game_id, ids)} the games (each "
+                                   f"also with variants such as -raw and -train): {', '.join(base)}")
         if max_turns < 1:
             raise ConfigError(f"textarena:{game_id}: max_turns={max_turns} must be at least 1")
         self.game_id = game_id
