@@ -123,8 +123,8 @@ def train_cheap_talk(env: str | Any, *, mode: Mode = "adversarial", algo: str = 
         returns = np.asarray(generation(members, initial))
         seconds = time.perf_counter() - t
         mean = np.nanmean(returns, axis=1)
-        state, _ = es.tell(k_tell, members, jnp.asarray(sign * np.nan_to_num(mean, nan=-sign * 1e6)), state,
-                           es_params)
+        fitness = np.where(np.isnan(mean), 1e6, sign * mean)   # victims that finished no episode: the worst
+        state, _ = es.tell(k_tell, members, jnp.asarray(fitness, jnp.float32), state, es_params)
         result.fitness.append(float(np.nanmean(mean)))
         if g > 0:
             result.seconds.append(seconds)
