@@ -22,7 +22,7 @@ from coplay.core.registry import ENVS
 from coplay.experiment import checkpoint
 from coplay.experiment.config import Experiment
 from coplay.experiment.headline import EXPLOITABILITY, Headline, tree_baseline
-from coplay.experiment.loop import Engine, Evaluation, chunk_schedule, latest_checkpoint
+from coplay.experiment.loop import Engine, Evaluation, chunk_schedule, latest_checkpoint, nanmean
 
 # The random streams of `coplay eval`'s fresh episodes: numbers no training update or
 # evaluation of a run uses.
@@ -88,7 +88,7 @@ class HostEngine(Engine):
         config = self.exp.algo_config
         fields = {k: getattr(config, k) for k in ("model", "estimator") if hasattr(config, k)}
         # in float64: an evaluation restored from a checkpoint's metadata is float64, one made now float32
-        return {**fields, "curve": [{"env_steps": s, **{k: float(np.mean(v, dtype=np.float64)) for k, v in e.items()}}
+        return {**fields, "curve": [{"env_steps": s, **{k: float(np.mean(nanmean(v))) for k, v in e.items()}}
                                     for s, e in evals]}
 
     def close(self) -> None:

@@ -403,7 +403,9 @@ def run_loop(engine: Engine, run_dir: Path, resumed: bool, stop_after_chunks: in
                 if evaluates_after(exp, engine.num_chunks, chunk):
                     results = engine.evaluate(chunk, last)
                     evals.append((env_steps, results))
-                    per_seed.update({f"eval/{k}": np.asarray(v).mean(-1) for k, v in results.items()})
+                    # an episode without a result (a free-text game that raised or was cut short) is NaN:
+                    # left out of its seed's mean, never counted as a 0
+                    per_seed.update({f"eval/{k}": nanmean(v) for k, v in results.items()})
                     write_marl_eval(run_dir, exp.env, task_name(exp), exp.algo, evals)
                 log.write(chunk, env_steps, per_seed, time.time() - t_start)
                 stopping = not last and (interrupt.requested or (
