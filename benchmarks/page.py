@@ -64,10 +64,12 @@ ORDER: list[tuple[str, str | None]] = [
     ("grpo_roles", "study"),
     ("grpo_tic_tac_toe", None),
     ("lm_smollm2", None),
+    ("lm_smollm2_curves", None),
     ("lm_memory", None),
     ("lm_tiny_kuhn", None),
     ("lm_tournament", None),
     ("textarena_games", None),
+    ("lm_textarena", None),
     ("q_foraging", None),
     ("social_dynamics", None),
     ("social_punishment", None),
@@ -75,6 +77,7 @@ ORDER: list[tuple[str, str | None]] = [
     ("shapley_teams", None),
     ("happo_compare", None),
     ("minority_attack", None),
+    ("cheap_talk", None),
 ]
 
 
