@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -66,14 +65,13 @@ from coplay.core.env import Env
 from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy
 from coplay.envs.text.base import TextEnv
-from coplay.envs.text.host_game import HostTextEnv, HostTextGame, Status, Turn
+from coplay.envs.text.host_game import HostTextEnv
 from coplay.envs.text.scoring import score_lm_player
 from coplay.envs.text.tree_games import TextTreeGame
-from coplay.lm import prompts as lm_prompts
 from coplay.lm.acting import lm_policy
 from coplay.lm.models import LoadedModel, load_model, require_llm
-from coplay.lm.policy import DECODINGS, Decoding, LMPlayer, Reply
-from coplay.lm.rollout import Played, Rollout, TextPlay
+from coplay.lm.policy import DECODINGS, Decoding, LMPlayer
+from coplay.lm.rollout import FreeTextPlay, Played, Rollout, TextPlay
 from coplay.lm.token_loss import clipped_token_loss, token_mean
 
 Adapters = Literal["shared", "per_role"]
@@ -207,9 +205,8 @@ class LMGRPO(HostTrainer[Config]):
         self.baselines = np.zeros((seeds, 1, spec.num_agents), np.float32)   # rae: per seed, [games, roles]
         self.estimate = estimator(config.estimator)
         self.estimator_options = config.estimator_options()
-        if isinstance(env, TextEnv):
-            self.text_play = TextPlay(self.player, env)
-        self.games: list[HostTextGame] = []   # free-text games: copies, reused from update to update
+        self.text_play: TextPlay | FreeTextPlay = (FreeTextPlay(self.player, env) if isinstance(env, HostTextEnv)
+                                                   else TextPlay(self.player, env))
         self.seed = 0
         self._samples: list[list[str]] = []
 
@@ -264,91 +261,12 @@ class LMGRPO(HostTrainer[Config]):
     def play(self, seed: int, number: int, episodes: int, group_size: int, purpose: int = 0) -> Played:
         """`episodes` episodes of self-play by seed `seed`'s adapters, groups of `group_size`
         from one reset key each; `(number, purpose)` picks the random streams."""
-        if self.free_text:
-            return self._play_free_text(seed, number, episodes, group_size, purpose)
         self.seed = seed
         key, generator = self._keys(seed, number, purpose)
         return self.text_play.play(key, generator, episodes, group_size, groups=self._by_adapter,
                                    speaking_as=self.speaking_as, version=self.version,
                                    reference=self._reference_log_probs if self.config.kl_coef > 0 else None,
                                    horizon=self.horizon)
-
-    def _play_free_text(self, seed: int, number: int, episodes: int, group_size: int, purpose: int) -> Played:
-        """`play` on a free-text game (`env=textarena:<id>`): one copy per episode, the games of a
-        group reset with one seed; each turn, every live game's player to move reads the
-        game's messages (`coplay.lm.prompts.free_text_messages`) and replies in free text. A
-        game's rewards are the ones it reports at its end, received at its last turn; a game
-        that raised (`failed`) or did not end within `max_turns` (`truncated`) is unscored."""
-        env, c = self.env, self.config
-        assert isinstance(env, HostTextEnv)
-        self.seed = seed
-        key, generator = self._keys(seed, number, purpose)
-        group = np.repeat(np.arange(episodes // group_size), group_size)
-        game_seeds = np.asarray(jax.random.randint(key, (episodes // group_size,), 0, 2**31 - 1))
-        while len(self.games) < episodes:
-            self.games.append(env.game())
-        n, h = self.num_agents, self.horizon
-        reward = np.zeros((episodes, h, n), np.float32)
-        acted = np.zeros((episodes, h, n), bool)
-        views = np.zeros((episodes, h, n), np.int32)
-        invalid = np.zeros(episodes, np.int64)
-        status: list[Status] = ["truncated"] * episodes
-        now: list[Turn | None] = []
-        for e in range(episodes):
-            try:
-                now.append(self.games[e].reset(int(game_seeds[group[e]])))
-            except Exception:  # noqa: BLE001 - a game that cannot start is a failed episode, not a crash
-                now.append(None)
-                status[e] = "failed"
-        turns = Rollout(ref=[] if c.kl_coef > 0 else None)
-        roles = env.spec.roles
-        for t in range(h):
-            live = [e for e in range(episodes) if now[e] is not None]
-            if not live:
-                break
-            speaking = [now[e] for e in live]
-            prompts = [self.player.chat(lm_prompts.free_text_messages(u.observation, u.legal))
-                       for u in speaking if u is not None]
-            agents = [u.player for u in speaking if u is not None]
-            replies: list[Reply | None] = [None] * len(live)
-            for agent, idx in self._by_adapter(agents):
-                with self.speaking_as(agent):
-                    for i, one in zip(idx, self.player.sample([prompts[i] for i in idx], generator)):
-                        replies[i] = one
-            start = len(turns.prompts)
-            for e, a, p, r in zip(live, agents, prompts, replies):
-                assert r is not None
-                turns.prompts.append(p)
-                turns.replies.append(r.tokens)
-                turns.old.append(r.log_probs)
-                turns.legal.append([])
-                turns.moves.append(-1)
-                turns.agent.append(a)
-                turns.role.append(roles[a])
-                turns.episode.append(e)
-                turns.group.append(int(group[e]))
-                turns.step.append(t)
-                turns.version.append(self.version(a))
-                turns.texts.append(r.text)
-                acted[e, t, a] = True
-                u = now[e]
-                assert u is not None
-                views[e, t, a] = zlib.crc32(u.observation.encode()) & 0x7FFFFFFF   # the same in every process
-            if turns.ref is not None:
-                turns.ref.extend(self._reference_log_probs(turns, start))
-            for e, r in zip(live, replies):
-                assert r is not None
-                step = self.games[e].step(lm_prompts.first_line(r.text))
-                invalid[e] += int(step.invalid)
-                now[e] = step.turn
-                if step.turn is None:
-                    out = self.games[e].outcome()
-                    status[e] = out.status
-                    if out.status == "complete":
-                        reward[e, t] = out.rewards
-        turns.finish(status)
-        complete = np.asarray([s == "complete" for s in status])
-        return Played(turns, reward, acted, views, invalid, group, complete)
 
     def _reference_log_probs(self, turns: Rollout, start: int) -> list[np.ndarray]:
         """The KL reference's log-probabilities of the replies from `start` on: the base

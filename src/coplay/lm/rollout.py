@@ -27,6 +27,7 @@ write the record with the field names of TRL's `GRPOTrainer` (`rollout_func`'s
 from __future__ import annotations
 
 import contextlib
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,8 +37,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from coplay.envs.text.base import TextEnv
-from coplay.envs.text.host_game import STATUSES, Status
+from coplay.envs.text.host_game import STATUSES, HostTextEnv, HostTextGame, Status, Turn
 from coplay.envs.text.vocab import VOCAB, view_keys
+from coplay.lm import prompts
 from coplay.lm.policy import LMPlayer, Reply
 
 
@@ -63,6 +65,22 @@ class Rollout:
 
     def __len__(self) -> int:
         return len(self.prompts)
+
+    def add(self, prompt: list[int], reply: Reply, *, agent: int, role: str, episode: int, group: int, step: int,
+            version: int, legal: list[int] | None = None) -> None:
+        """Append one reply as sampled after `prompt`."""
+        self.prompts.append(prompt)
+        self.replies.append(reply.tokens)
+        self.old.append(reply.log_probs)
+        self.legal.append([] if legal is None else legal)
+        self.moves.append(reply.move)
+        self.agent.append(agent)
+        self.role.append(role)
+        self.episode.append(episode)
+        self.group.append(group)
+        self.step.append(step)
+        self.version.append(version)
+        self.texts.append(reply.text)
 
     def finish(self, episode_status: list[Status] | np.ndarray) -> None:
         """Set every reply's status from its episode's (`episode_status[e]`)."""
@@ -228,18 +246,8 @@ class TextPlay:
             for (e, a), ms, p, r in zip(speakers, allowed, prompts, replies):
                 assert r is not None
                 actions[e, a] = player.to_utterance(r)
-                turns.prompts.append(p)
-                turns.replies.append(r.tokens)
-                turns.old.append(r.log_probs)
-                turns.legal.append(ms)
-                turns.moves.append(r.move)
-                turns.agent.append(int(a))
-                turns.role.append(roles[int(a)])
-                turns.episode.append(int(e))
-                turns.group.append(int(group[e]))
-                turns.step.append(t)
-                turns.version.append(version(int(a)))
-                turns.texts.append(r.text)
+                turns.add(p, r, agent=int(a), role=roles[int(a)], episode=int(e), group=int(group[e]), step=t,
+                          version=version(int(a)), legal=ms)
             if reference is not None and turns.ref is not None:   # the reference's log-probabilities
                 turns.ref.extend(reference(turns, start))
             state, ts = self._step(state, jnp.asarray(actions), jax.random.split(jax.random.fold_in(k_step, t),
@@ -254,4 +262,80 @@ class TextPlay:
         return Played(turns, reward, acted, views, invalid, group, done.copy())
 
 
-__all__ = ["Played", "Rollout", "TextPlay"]
+class FreeTextPlay:
+    """Self-play of a free-text game (`env=textarena:<id>`, `coplay.envs.text.host_game`) by
+    a language model, with `TextPlay.play`'s signature: one copy per episode (kept from call
+    to call), the copies of a group reset with one seed; each turn, every live game's
+    player to move reads the game's messages (`coplay.lm.prompts.free_text_messages`) and
+    replies in free text (its first line goes to the game). A game's rewards are the ones
+    it reports at its end, received at its last turn; a game that raised (`failed`) or did
+    not end within the horizon (`truncated`) is unscored."""
+
+    def __init__(self, player: LMPlayer, env: HostTextEnv):
+        self.player, self.env = player, env
+        self.games: list[HostTextGame] = []
+
+    def play(self, key: jax.Array, generator: Any, episodes: int, group_size: int, *,
+             groups: Callable[[Sequence[int]], list[tuple[int, list[int]]]] = _one_voice,
+             speaking_as: Callable[[int], contextlib.AbstractContextManager] = _as_is,
+             version: Callable[[int], int] = lambda agent: 0,
+             reference: Callable[[Rollout, int], list[np.ndarray]] | None = None,
+             horizon: int | None = None) -> Played:
+        """As `TextPlay.play`; the games' seeds are drawn from `key`, one per group."""
+        env, player = self.env, self.player
+        group = np.repeat(np.arange(episodes // group_size), group_size)
+        game_seeds = np.asarray(jax.random.randint(key, (episodes // group_size,), 0, 2**31 - 1))
+        while len(self.games) < episodes:
+            self.games.append(env.game())
+        n, h = env.spec.num_agents, horizon or env.spec.max_steps
+        reward = np.zeros((episodes, h, n), np.float32)
+        acted = np.zeros((episodes, h, n), bool)
+        views = np.zeros((episodes, h, n), np.int32)
+        invalid = np.zeros(episodes, np.int64)
+        status: list[Status] = ["truncated"] * episodes
+        now: list[Turn | None] = []
+        for e in range(episodes):
+            try:
+                now.append(self.games[e].reset(int(game_seeds[group[e]])))
+            except Exception:  # noqa: BLE001 - a game that cannot start is a failed episode, not a crash
+                now.append(None)
+                status[e] = "failed"
+        turns = Rollout(ref=[] if reference is not None else None)
+        roles = env.spec.roles
+        for t in range(h):
+            live = [e for e in range(episodes) if now[e] is not None]
+            if not live:
+                break
+            speaking = [u for u in (now[e] for e in live) if u is not None]
+            prompts_ = [player.chat(prompts.free_text_messages(u.observation, u.legal)) for u in speaking]
+            agents = [u.player for u in speaking]
+            replies: list[Reply | None] = [None] * len(live)
+            for agent, idx in groups(agents):
+                with speaking_as(agent):
+                    for i, one in zip(idx, player.sample([prompts_[i] for i in idx], generator)):
+                        replies[i] = one
+            start = len(turns)
+            for e, u, p, r in zip(live, speaking, prompts_, replies):
+                assert r is not None
+                turns.add(p, r, agent=u.player, role=roles[u.player], episode=e, group=int(group[e]), step=t,
+                          version=version(u.player))
+                acted[e, t, u.player] = True
+                views[e, t, u.player] = zlib.crc32(u.observation.encode()) & 0x7FFFFFFF   # the same in every process
+            if reference is not None and turns.ref is not None:
+                turns.ref.extend(reference(turns, start))
+            for e, r in zip(live, replies):
+                assert r is not None
+                step = self.games[e].step(prompts.first_line(r.text))
+                invalid[e] += int(step.invalid)
+                now[e] = step.turn
+                if step.turn is None:
+                    out = self.games[e].outcome()
+                    status[e] = out.status
+                    if out.status == "complete":
+                        reward[e, t] = out.rewards
+        turns.finish(status)
+        complete = np.asarray([s == "complete" for s in status])
+        return Played(turns, reward, acted, views, invalid, group, complete)
+
+
+__all__ = ["FreeTextPlay", "Played", "Rollout", "TextPlay"]
