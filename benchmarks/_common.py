@@ -80,9 +80,12 @@ def stamp() -> dict:
 
 def write_results(name: str, data: dict) -> Path:
     """`data` as benchmarks/results/<name>.json (`name` may name a study's folder: `study/run`)."""
+    from coplay.experiment.checkpoint import atomic_write
+
     path = RESULTS / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    # atomic: a run killed while writing leaves the last good results, never half a file
+    atomic_write(path, (json.dumps(data, indent=1, default=str) + "\n").encode())
     return path
 
 

@@ -163,7 +163,9 @@ def render() -> str:
 
 
 def write() -> None:
-    PAGE.write_text(render())
+    from coplay.experiment.checkpoint import atomic_write
+
+    atomic_write(PAGE, render().encode())   # a crash while writing leaves the last good page
 
 
 def check() -> list[str]:
