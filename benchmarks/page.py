@@ -65,6 +65,7 @@ ORDER: list[tuple[str, str | None]] = [
     ("grpo_tic_tac_toe", None),
     ("lm_smollm2", None),
     ("lm_smollm2_curves", None),
+    ("lm_smollm2_format", None),
     ("lm_memory", None),
     ("lm_tiny_kuhn", None),
     ("lm_tournament", None),

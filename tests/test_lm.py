@@ -106,6 +106,21 @@ def test_a_step_holds_the_graphs_of_at_most_grad_batch_size_replies_and_takes_th
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-4)
 
 
+def test_worked_examples_are_the_games_own_turns_with_legal_replies_that_differ_shown_before_the_turn(kuhn):
+    player = LMPlayer(tiny_model(seed=3), kuhn, max_new_tokens=4, examples=2)
+    (v0, m0, r0), (v1, m1, r1) = player.examples
+    assert r0 in m0 and r1 in m1 and r0 != r1 and v0.endswith("your move") and v1.endswith("your move")
+    assert player.examples == LMPlayer(tiny_model(seed=3), kuhn, examples=2).examples      # from a fixed seed
+    text = player.tokenizer.decode(player.prompt(KUHN_VIEW, 0, ["pass", "bet"]))
+    assert text.index(v0) < text.index(v1) < text.rindex(KUHN_VIEW)
+    for r in (r0, r1):                                               # each example's reply as the model's turn
+        assert f"assistant {r} <|im_end|>" in text
+    assert LMPlayer(tiny_model(seed=3), kuhn).prompt(KUHN_VIEW, 0, ["pass", "bet"]) != \
+        player.prompt(KUHN_VIEW, 0, ["pass", "bet"])
+    with pytest.raises(ConfigError, match="algo.examples=2: worked examples come from a coplay text game"):
+        LMPlayer(tiny_model(seed=3), None, examples=2)
+
+
 def test_replies_become_utterances_that_the_environment_parses(kuhn):
     assert kuhn.move_of(np.asarray(utterance("Bet.", 3))) == 1
     assert kuhn.move_of(np.asarray(utterance("[pass]\nbecause", 3))) == 0

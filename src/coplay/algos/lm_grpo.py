@@ -99,6 +99,10 @@ class Config(GroupRLConfig):
                                   "choose_legal: one of the legal moves, chosen by the model's probability of each "
                                   "move's whole reply (algo=grpo's legal writes legal moves token by token)",
                           choices=DECODINGS)
+    examples: int = param(0, "worked examples of the reply format before every prompt: this many turns of a random "
+                             "game of the environment (its view, its legal moves, a reply) shown as earlier exchanges "
+                             "of the chat (coplay.lm.prompts.worked_examples); 0: none. Coplay text games only",
+                          min=0)
     batch_size: int = param(32, "sequences per forward pass without gradients (playing, scoring)", min=1,
                             affects_results=False)
     grad_batch_size: int = param(4, "sequences per forward and backward pass of the loss: what bounds a step's "
@@ -114,6 +118,9 @@ def check(config: Config, env: Any) -> None:
     if isinstance(env, HostTextEnv) and config.decoding != "free":
         raise ConfigError(f"algo.decoding={config.decoding} chooses among a coplay text game's moves; {spec.name!r} "
                           "is a free-text game, whose replies the game parses: use algo.decoding=free")
+    if isinstance(env, HostTextEnv) and config.examples:
+        raise ConfigError(f"algo.examples={config.examples} shows turns of a coplay text game; {spec.name!r} is a "
+                          "free-text game, which explains its own format: use algo.examples=0")
     if config.adapters == "per_role" and spec.num_agents < 2:
         raise ConfigError(f"algo.adapters=per_role gives each role an adapter, and {spec.name!r} has one role; "
                           f"use algo.adapters=shared")
@@ -195,7 +202,7 @@ class LMGRPO(HostTrainer[Config]):
         self.player = LMPlayer(LoadedModel(model, loaded.tokenizer, loaded.stop_ids, loaded.name),
                                None if isinstance(env, HostTextEnv) else env,
                                max_new_tokens=config.max_new_tokens, temperature=config.temperature,
-                               decoding=config.decoding, batch_size=config.batch_size)
+                               decoding=config.decoding, batch_size=config.batch_size, examples=config.examples)
         self.player.speaking_as = self.speaking_as   # type: ignore[method-assign]
         self.params = {n: [p for k, p in model.named_parameters() if f".{n}." in k] for n in names}
         self.optimizers = {n: torch.optim.Adam(self.params[n], lr=config.lr) for n in names}

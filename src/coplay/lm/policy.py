@@ -75,10 +75,11 @@ class LMPlayer:
     """A causal language model playing `env` (see the module's doc)."""
 
     def __init__(self, loaded: LoadedModel, env: TextEnv | None, *, max_new_tokens: int = 8,
-                 temperature: float = 1.0, decoding: str = "free", batch_size: int = 32):
+                 temperature: float = 1.0, decoding: str = "free", batch_size: int = 32, examples: int = 0):
         """`env` None: a model that writes free text for prompts it is given (`sample` with
         decoding=free; `coplay.lm.text_agent` plays free-text games so), with no moves of
-        coplay's vocabulary to check or score."""
+        coplay's vocabulary to check or score. `examples`: worked examples of the reply format
+        shown before every prompt (`prompts.worked_examples`; 0: none)."""
         import torch
 
         if decoding not in DECODINGS:
@@ -94,10 +95,15 @@ class LMPlayer:
         self.max_new_tokens, self.temperature, self.decoding = max_new_tokens, temperature, decoding
         self.batch_size = batch_size
         self._start: tuple[int, Any] | None = None      # a prefix read once, see `reading_after`
+        if examples < 0 or (examples and env is None):
+            raise ConfigError(f"algo.examples={examples}: worked examples come from a coplay text game's own turns"
+                              + (" (a free-text game explains its format itself): use 0" if examples > 0
+                                 else "; give 0 or more"))
         if env is None and decoding != "free":
             raise ConfigError(f"decoding={decoding!r} chooses among a coplay text environment's moves; a model "
                               "without one writes free text (decoding=free)")
         self.moves = tuple(env.move_texts) if env is not None else ()
+        self.examples = prompts.worked_examples(env, examples) if env is not None and examples else []
         self.max_tokens = int(env.spec.action_space.shape[-1]) if env is not None else 0
         self.roles = (tuple(env.spec.roles or [f"player_{i}" for i in range(env.spec.num_agents)])
                       if env is not None else ())
@@ -151,7 +157,7 @@ class LMPlayer:
         """The token ids of the prompt for `agent` reading `view`, allowed `moves` now."""
         if self.env is None:
             raise ValueError("a player without a coplay text environment reads prompts it is given")
-        return self.chat(prompts.messages(self.env.spec.name, self.roles[agent], view, moves))
+        return self.chat(prompts.messages(self.env.spec.name, self.roles[agent], view, moves, self.examples))
 
     # ----- the model ---------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -12,6 +12,7 @@ Leduc hold'em is one string, and the model's strategy there is exact.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 # The rules of each text environment, as a system message says them. An environment
 # without an entry gets the generic line and its list of moves.
@@ -71,6 +72,53 @@ def first_line(text: str) -> str:
     return text.strip().split("\n", 1)[0].strip()
 
 
-def messages(env_name: str, role: str, view: str, moves: Sequence[str]) -> list[dict[str, str]]:
-    return [{"role": "system", "content": system_message(env_name, role)},
+Example = tuple[str, tuple[str, ...], str]   # a view, the moves allowed then, the reply
+
+
+def messages(env_name: str, role: str, view: str, moves: Sequence[str],
+             examples: Sequence[Example] = ()) -> list[dict[str, str]]:
+    """The system message, then each worked example as an earlier exchange of the chat (the
+    view and moves as a user message, the reply as the model's), then the turn itself."""
+    shown = [m for v, ms, reply in examples
+             for m in ({"role": "user", "content": user_message(v, ms)}, {"role": "assistant", "content": reply})]
+    return [{"role": "system", "content": system_message(env_name, role)}, *shown,
             {"role": "user", "content": user_message(view, moves)}]
+
+
+def worked_examples(env: Any, count: int, seed: int = 0) -> list[Example]:
+    """`count` turns of a text environment played by random legal moves from `seed`: the
+    acting agent's view, its legal moves and the move played. Shown before every prompt
+    (`LMPlayer(..., examples=count)`), they teach a model the reply format, not a strategy:
+    each example's move is the legal move the examples so far used least (ties drawn at
+    random), so the replies shown differ where the game allows it."""
+    import jax
+    import numpy as np
+
+    from coplay.envs.text.vocab import VOCAB
+
+    rng = np.random.default_rng(seed)
+    reset, step, mask = jax.jit(env.reset), jax.jit(env.step), jax.jit(env.move_mask)
+    t_max = int(env.spec.action_space.shape[-1])
+    used: dict[str, int] = {}
+    out: list[Example] = []
+    key = jax.random.PRNGKey(seed)
+    while len(out) < count:
+        key, k_reset = jax.random.split(key)
+        state, ts = reset(k_reset)
+        for t in range(env.spec.max_steps):
+            if bool(np.asarray(ts.done)) or len(out) >= count:
+                break
+            legal, active = np.asarray(mask(state)), np.asarray(ts.active)
+            actions = np.zeros((env.spec.num_agents, t_max), np.int32)
+            for a in np.flatnonzero(active):
+                allowed = [int(m) for m in np.flatnonzero(legal[a])]
+                texts = [env.move_texts[m] for m in allowed]
+                fewest = min(used.get(x, 0) for x in texts)
+                move = allowed[int(rng.choice([i for i, x in enumerate(texts) if used.get(x, 0) == fewest]))]
+                text = env.move_texts[move]
+                actions[a] = np.asarray(VOCAB.encode(text, t_max, end=len(text.split()) < t_max))
+                if len(out) < count:
+                    out.append((VOCAB.decode(np.asarray(ts.obs)[a]), tuple(texts), text))
+                    used[text] = used.get(text, 0) + 1
+            state, ts = step(state, jax.numpy.asarray(actions), jax.random.fold_in(key, t))
+    return out
