@@ -1,12 +1,14 @@
 """How far one adversarial agent lowers a trained team's return, beside a random or idle
-agent in the same seat.
+agent in the same seat, with and without AMI's influence reward.
 
     python benchmarks/minority_attack.py            # about 5 minutes on 2 cores
     python benchmarks/minority_attack.py --quick    # smoke run, nothing written
 
 An IPPO team trains on `spread` (3 agents, 99,200 steps, seed 0 is the team). Then an
 IPPO adversary trains in seat 2 (`minority=<team>@0:seat=2`, 4 seeds, `--steps` each),
-rewarded with minus the victims' reward, the victims playing their frozen policy. In
+rewarded with minus the victims' reward, the victims playing their frozen policy; a second
+adversary likewise, plus `--influence` times how much its action moves the victims'
+policies (`minority=<team>@0:seat=2:influence=B`). In
 spread every agent receives the team's reward, so the victims' return is the team's.
 The rows: the intact team, seat 2 played by uniformly random actions and by the no-op
 (`coplay.eval.shapley.coalition_value`, 512 episodes, normal 95% interval over
@@ -44,6 +46,8 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=200_000, help="adversary's environment steps per seed")
+    ap.add_argument("--influence", type=float, default=1.0,
+                    help="weight of AMI's influence reward for the second adversary")
     ap.add_argument("--quick", action="store_true", help="short trainings, nothing written")
     args = ap.parse_args()
     team_steps, steps, episodes = (3200, 3200, 32) if args.quick else (99_200, args.steps, 512)
@@ -65,22 +69,30 @@ def main() -> None:
             if not stand_ins:
                 stand_ins["intact team"] = v[0].tolist()
             stand_ins[f"seat {SEAT}: {name}"] = v[-1].tolist()
-        adversary = coplay.train(["algo=ippo", "env=spread", f"minority={team.run_dir}@0:seat={SEAT}",
-                                  f"total_steps={steps}", "seeds=4", "name=adversary", "eval_episodes=256",
-                                  f"out_dir={tmp}", *common])
-        rows = list(csv.DictReader((adversary.run_dir / "metrics.csv").open()))
-        last = max(int(float(r["env_steps"])) for r in rows if r.get("eval/victims_reward"))
-        victims = [float(r["eval/victims_reward"]) for r in rows
-                   if r.get("eval/victims_reward") and int(float(r["env_steps"])) == last]
+        found = {}
+        for name, field in (("adversary", f"minority={team.run_dir}@0:seat={SEAT}"),
+                            ("influence", f"minority={team.run_dir}@0:seat={SEAT}:influence={args.influence}")):
+            adversary = coplay.train(["algo=ippo", "env=spread", field, f"total_steps={steps}", "seeds=4",
+                                      f"name={name}", "eval_episodes=256", f"out_dir={tmp}", *common])
+            rows = list(csv.DictReader((adversary.run_dir / "metrics.csv").open()))
+            last = max(int(float(r["env_steps"])) for r in rows if r.get("eval/victims_reward"))
+            final = [r for r in rows if r.get("eval/victims_reward") and int(float(r["env_steps"])) == last]
+            found[name] = {"victims": [float(r["eval/victims_reward"]) for r in final],
+                           "influence": [float(r["eval/influence"]) for r in final if r.get("eval/influence")]}
+            print(f"{name}: victims {np.round(found[name]['victims'], 2).tolist()}, influence "
+                  f"{np.round(found[name]['influence'], 3).tolist()}", flush=True)
         seconds = time.perf_counter() - t
     print(f"intact {np.mean(stand_ins['intact team']):.2f}, random seat "
-          f"{np.mean(stand_ins[f'seat {SEAT}: random']):.2f}, adversary {np.round(victims, 2).tolist()} "
-          f"({seconds:.0f} s)", flush=True)
+          f"{np.mean(stand_ins[f'seat {SEAT}: random']):.2f} ({seconds:.0f} s)", flush=True)
     if args.quick:
         return
     write_results("minority_attack", {**stamp(), "team_steps": team_steps, "adversary_steps": steps,
                                       "episodes": episodes, "seat": SEAT, "stand_ins": stand_ins,
-                                      "adversary_victims_return": victims, "seconds": seconds})
+                                      "adversary_victims_return": found["adversary"]["victims"],
+                                      "influence_weight": args.influence,
+                                      "influence_victims_return": found["influence"]["victims"],
+                                      "influence_per_episode": found["influence"]["influence"],
+                                      "seconds": seconds})
     regenerate_page()
 
 
@@ -106,7 +118,18 @@ def section(data: dict) -> str:
     rows = [[name, normal(v)] for name, v in data["stand_ins"].items()]
     adversary = summarize(np.asarray(data["adversary_victims_return"]))
     rows.append([f"seat {data['seat']}: trained adversary", str(adversary)])
+    if "influence_victims_return" in data:
+        influence = summarize(np.asarray(data["influence_victims_return"]))
+        rows.append([f"seat {data['seat']}: trained adversary, influence weight {data['influence_weight']:g}",
+                     str(influence)])
     lines += table(["seat played by", "victims' return per agent"], rows)
+    if "influence_victims_return" in data:
+        moved = summarize(np.asarray(data["influence_per_episode"]))
+        lines += ["", f"The second adversary (`minority=<team>@0:seat={data['seat']}:influence="
+                  f"{data['influence_weight']:g}`) is also rewarded for moving the victims' policies: AMI's "
+                  "influence term, the KL of the victims' next-step policy after its action to their mean policy "
+                  "over its legal actions (`coplay.wrappers.minority`). Its influence summed over an episode, "
+                  f"IQM over its seeds: {moved}."]
     return "\n".join(lines)
 
 

@@ -3,6 +3,7 @@ a trained team taken over by a learner rewarded for lowering the others' return.
 
 from __future__ import annotations
 
+import csv
 import re
 
 import jax
@@ -41,15 +42,48 @@ def test_the_adversary_plays_its_seat_and_earns_what_the_victims_lose():
         Minority(env, _constant(env, 0), None, seat=2)
 
 
+def _reads_the_other(env) -> Policy:
+    """Matrix-game victims whose logits are twice the one-hot of the other seat's last action."""
+    def probs(params, obs, mask, carry, reset):
+        return jax.nn.softmax(2.0 * obs[..., 3:6], axis=-1), carry
+
+    def act(params, obs, mask, key, carry, reset):
+        p, carry = probs(params, obs, mask, carry, reset)
+        return jax.random.categorical(key, jnp.log(p)), carry
+    return Policy(act=act, initial_carry=no_carry, env=env, probs=probs)
+
+
+def test_the_influence_term_is_the_kl_of_the_victims_policy_to_its_mean_over_the_seats_actions():
+    env = coplay.make("matrix", game="penalty", rounds=2)
+    attacked = Minority(env, _reads_the_other(env), None, seat=1, influence=0.5)
+    state, ts = attacked.reset(jax.random.PRNGKey(0))
+    assert float(ts.info["influence"]) == 0.0
+    # After the adversary plays a, the victim plays a with e^2 / (e^2 + 2); over the three
+    # actions its mean policy is uniform, so I = KL(p_a || uniform), whatever a is.
+    p = np.exp(2.0 * np.eye(3)[1])
+    p /= p.sum()
+    expected = float(np.sum(p * np.log(3 * p)))
+    state, ts = attacked.step(state, jnp.array([1]), jax.random.PRNGKey(1))
+    np.testing.assert_allclose(float(ts.info["influence"]), expected, rtol=1e-5)
+    np.testing.assert_allclose(ts.reward, [-float(ts.info["victims_reward"]) + 0.5 * expected], rtol=1e-5)
+    state, ts = attacked.step(state, jnp.array([1]), jax.random.PRNGKey(2))
+    assert bool(ts.done) and float(ts.info["influence"]) == 0.0       # nothing to influence after the end
+    with pytest.raises(ConfigError, match="influence=0.5: the victims' policy has no action distribution"):
+        Minority(env, _constant(env, 0), None, seat=1, influence=0.5)
+
+
 def test_the_run_field_trains_an_adversary_and_refuses_bad_input(tmp_path):
     common = ["seeds=1", "progress=false", "logger=csv", "eval_episodes=8", f"out_dir={tmp_path}"]
     team = coplay.train(["algo=ippo", "env=spread", "total_steps=1600", "name=team", *common])
-    adversary = coplay.train(["algo=ippo", "env=spread", f"minority={team.run_dir}@0:seat=2", "total_steps=1600",
-                              "name=adversary", *common])
-    metrics = (adversary.run_dir / "metrics.csv").read_text()
-    assert "eval/victims_reward" in metrics
+    adversary = coplay.train(["algo=ippo", "env=spread", f"minority={team.run_dir}@0:seat=2:influence=0.1",
+                              "total_steps=1600", "name=adversary", *common])
+    metrics = list(csv.DictReader((adversary.run_dir / "metrics.csv").open()))
+    influence = [float(r["eval/influence"]) for r in metrics if r.get("eval/influence")]
+    # the influence summed over each episode: reported, and never negative (its size: the test above)
+    assert "eval/victims_reward" in metrics[0] and influence and all(0 <= i < np.inf for i in influence)
     for field, message in [
-        ("minority=runs/x", "expected <run dir>[@<seed>]:seat=<k>"),
+        ("minority=runs/x", "expected <run dir>[@<seed>]:seat=<k>[:influence=<weight>]"),
+        (f"minority={team.run_dir}:seat=0:influence=-1", "expected <run dir>"),
         (f"minority={tmp_path / 'none'}:seat=0", "is not a run directory"),
         (f"minority={team.run_dir}:seat=3", "seat=3: 'spread' has seats 0..2"),
         (f"minority={team.run_dir}@4:seat=0", "the run has seeds 0..0, not 4"),

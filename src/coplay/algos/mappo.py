@@ -190,7 +190,12 @@ class MAPPO(Trainer[Config]):
             action = self.dist.mode(logits) if greedy else self.dist.sample(key, logits)
             return action, carry
 
-        return Policy(act=act, initial_carry=self.initial_carry, env=self.env)
+        def probs(params, obs, mask, carry, reset):
+            carry, logits = apply_agents(self.actor, params, carry, obs, reset, self.config.share_params)
+            return jax.nn.softmax(self.dist.prepare(logits, mask), axis=-1), carry
+
+        categorical = isinstance(self.dist, distributions.Categorical) and not greedy
+        return Policy(act=act, initial_carry=self.initial_carry, env=self.env, probs=probs if categorical else None)
 
     def policy_params(self, state: TrainState) -> Any:
         return state.params["actor"]

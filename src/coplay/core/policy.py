@@ -36,6 +36,10 @@ class Policy:
     # its text environment reads the views written from the game's state). Games between
     # policies (`algos.common.matches`) honour it.
     observe: Callable[[Any, Any], jax.Array] | None = None
+    # A discrete-action policy's distribution, where it has one: `probs(params, obs, mask,
+    # carry, reset) -> (probs [B, N, A], carry)`, the probabilities `act` samples from (what an
+    # attack that measures its influence on the policy reads; None for a policy without one).
+    probs: Callable[..., tuple[jax.Array, Any]] | None = None
 
 
 def no_carry(batch: tuple[int, ...]) -> jax.Array:

@@ -83,12 +83,18 @@ def seeds_named(seed: int | None, seeds: int, who: str) -> list[int]:
     return [seed] if seed is not None else list(range(seeds))
 
 
-def parse_minority(text: str) -> tuple[str, int | None, int]:
-    """`<run dir>[@<seed>]:seat=<k>` -> (run directory, seed or None, seat)."""
-    match = re.fullmatch(r"(.+?)(?:@(\d+))?:seat=(\d+)", text.strip())
+MINORITY_FORM = "<run dir>[@<seed>]:seat=<k>[:influence=<weight>], e.g. runs/spread@0:seat=2:influence=0.5"
+
+
+def parse_minority(text: str) -> tuple[str, int | None, int, float]:
+    """`<run dir>[@<seed>]:seat=<k>[:influence=<weight>]` -> (run directory, seed or None,
+    seat, weight of the influence reward, 0 where not given)."""
+    match = re.fullmatch(r"(.+?)(?:@(\d+))?:seat=(\d+)(?::influence=((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?))?",
+                         text.strip())
     if match is None:
-        raise ConfigError(f"minority={text!r}: expected <run dir>[@<seed>]:seat=<k>, e.g. runs/spread@0:seat=2")
-    return match.group(1), None if match.group(2) is None else int(match.group(2)), int(match.group(3))
+        raise ConfigError(f"minority={text!r}: expected {MINORITY_FORM}")
+    return (match.group(1), None if match.group(2) is None else int(match.group(2)), int(match.group(3)),
+            float(match.group(4) or 0.0))
 
 
 def minority_error(text: str) -> str | None:
@@ -96,7 +102,7 @@ def minority_error(text: str) -> str | None:
     try:
         parse_minority(text)
     except ConfigError:
-        return "expected <run dir>[@<seed>]:seat=<k>, e.g. runs/spread@0:seat=2"
+        return f"expected {MINORITY_FORM}"
     return None
 
 
@@ -141,8 +147,9 @@ class RunConfig:
                                      "reported as info['shaping/<name>'], which algo.shaped_reward=shaping/<name> "
                                      "trains on", rule=preference_error)
     minority: str | None = param(None, "a seat of a trained team taken over by the learner, rewarded for "
-                                       "lowering the other agents' return (coplay.wrappers.minority): "
-                                       "<run dir>[@<seed>]:seat=<k>", rule=minority_error)
+                                       "lowering the other agents' return, and with influence=<weight> also for "
+                                       "moving their policies (coplay.wrappers.minority): "
+                                       "<run dir>[@<seed>]:seat=<k>[:influence=<weight>]", rule=minority_error)
     reference_point: str | None = param(None, "several objectives: the point each front's hypervolume is taken "
                                               "from, one number per objective (default: the environment's)",
                                         rule=number_list)

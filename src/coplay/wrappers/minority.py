@@ -7,11 +7,31 @@ the wrapped environment, is rewarded for lowering their return.
     # -mean_{i != 2} r_i each step; info["victims_reward"] is +mean_{i != 2} r_i
 
 This is the black-box minority attack of adversarial minority influence (AMI, Li et
-al., 2023) without its influence term: the adversary sees only its own seat's
-observation and acts only through its own actions, and any coplay trainer learns it
-through the ordinary algorithm contract (`coplay train ... minority=<run dir>[@seed]
-:seat=K`). The victims' policy runs inside the environment's step (compiled with it),
-each episode starting from its initial carry; its randomness comes from the step's key.
+al., 2023): the adversary sees only its own seat's observation and acts only through
+its own actions, and any coplay trainer learns it through the ordinary algorithm
+contract (`coplay train ... minority=<run dir>[@seed]:seat=K[:influence=B]`). The
+victims' policy runs inside the environment's step (compiled with it), each episode
+starting from its initial carry; its randomness comes from the step's key.
+
+`influence=B` adds AMI's reason to act: how much the adversary's action moves the
+victims' policies. At each step the environment is also stepped, from the same state
+with the same key, with each other action the adversary could have taken (every legal
+one), and the victims' action distributions at each resulting observation are read
+(`Policy.probs`). The influence is the counterfactual social influence of Jaques et al.
+(2019), averaged over the victims v:
+
+    I_t = mean_v KL( pi_v(. | o_v(a_t)) || mean_{a' legal} pi_v(. | o_v(a')) )
+
+(the victims' next-step distribution after the action taken, against its mean over the
+adversary's legal actions, uniformly weighted: the wrapper does not know the learner's
+policy), 0 where the episode ends. The adversary's reward is then -mean_v r_v + B I_t;
+info["influence"] is I_t (an episode's sum in a run's metrics, `influence`). This is
+AMI's influence term in the form that needs no model of the victims beyond their
+policy; AMI's own refinements (a filter that keeps the part of the influence the
+adversary alone causes, and an oracle that aims it at the victims' worst actions) are
+not reproduced. It needs a discrete-action adversary seat and a
+victims' policy with a distribution (every PPO-family policy that samples; not one that
+evaluates greedily).
 """
 
 from __future__ import annotations
@@ -26,6 +46,7 @@ from flax import struct
 from coplay.core.env import Env, Wrapper
 from coplay.core.errors import ConfigError
 from coplay.core.policy import Policy
+from coplay.core.spaces import num_actions
 from coplay.core.types import TimeStep
 
 
@@ -41,7 +62,7 @@ class Minority(Wrapper):
     other seat by `policy` (with `params`, acting for all rows; `Policy.observe` is
     used where the policy reads the state). `policy` must act in `env` as it is."""
 
-    def __init__(self, env: Env, policy: Policy, params: Any, seat: int):
+    def __init__(self, env: Env, policy: Policy, params: Any, seat: int, influence: float = 0.0):
         super().__init__(env)
         n = env.spec.num_agents
         if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < n:
@@ -51,16 +72,27 @@ class Minority(Wrapper):
         if env.spec.reward_dim != 1:
             raise ConfigError(f"{env.spec.name!r} has {env.spec.reward_dim} objectives; the adversary lowers one "
                               "team return")
-        self.policy, self.params, self.seat = policy, params, seat
+        if not influence >= 0.0:
+            raise ConfigError(f"influence={influence!r}: the weight of the influence reward is 0 or more")
+        if influence and not env.spec.discrete_actions:
+            raise ConfigError(f"influence={influence}: the counterfactual actions of seat {seat} are every discrete "
+                              f"action, and {env.spec.name!r} has continuous actions; use influence=0")
+        if influence and policy.probs is None:
+            raise ConfigError(f"influence={influence}: the victims' policy has no action distribution to measure (a "
+                              "greedy or scripted policy); use influence=0, or a team that samples its actions")
+        self.policy, self.params, self.seat, self.influence = policy, params, seat, float(influence)
         s = env.spec
         self.spec = dataclasses.replace(
             s, name=f"{s.name}/minority@{seat}", num_agents=1, teams=(0,), roles=("adversary",),
             reward_names=())
         self.victims = jnp.asarray([i != seat for i in range(n)])
 
-    def _own(self, ts: TimeStep, reward: jax.Array, victims_reward: jax.Array) -> TimeStep:
+    def _own(self, ts: TimeStep, reward: jax.Array, victims_reward: jax.Array,
+             influence: jax.Array | None = None) -> TimeStep:
         one = lambda x: x[self.seat][None]  # noqa: E731
         info = {**ts.info, "victims_reward": victims_reward.astype(jnp.float32)}
+        if self.influence:   # the same keys at reset and at every step
+            info["influence"] = jnp.zeros((), jnp.float32) if influence is None else influence
         return dataclasses.replace(ts, obs=one(ts.obs), action_mask=one(ts.action_mask), active=one(ts.active),
                                    reward=reward.reshape(1).astype(jnp.float32), info=info)
 
@@ -81,7 +113,38 @@ class Minority(Wrapper):
         joint = joint[0].at[self.seat].set(actions[0].astype(joint.dtype))
         inner, ts = self.env.step(state.inner, joint, k_env)
         victims = self._victims_mean(ts.reward)
-        return MinorityState(inner, ts, carry, ts.done), self._own(ts, -victims, victims)
+        if not self.influence:
+            return MinorityState(inner, ts, carry, ts.done), self._own(ts, -victims, victims)
+        influence = self._influence(state, joint, k_env, carry, inner, ts)
+        return (MinorityState(inner, ts, carry, ts.done),
+                self._own(ts, -victims + self.influence * influence, victims, influence))
+
+    def _victims_probs(self, inner: Any, ts: TimeStep, carry: Any) -> jax.Array:
+        """`[N, A]`: the victims' policy at the time step `ts` of state `inner` (carry `carry`)."""
+        assert self.policy.probs is not None
+        batch = jax.tree.map(lambda x: x[None], (inner, ts))
+        obs = batch[1].obs if self.policy.observe is None else self.policy.observe(*batch)
+        probs, _ = self.policy.probs(self.params, obs, batch[1].action_mask, carry, batch[1].done)
+        return probs[0]
+
+    def _influence(self, state: MinorityState, joint: jax.Array, key: jax.Array, carry: Any, inner: Any,
+                   ts: TimeStep) -> jax.Array:
+        """I_t of the module's doc: the victims' policies after the action taken against their
+        mean over the seat's legal actions, each stepped from the same state with the same key."""
+        num = num_actions(self.env.spec.action_space)
+        legal = state.ts.action_mask[self.seat].astype(jnp.float32)                       # [A]
+
+        def after(action: jax.Array) -> jax.Array:
+            alt_inner, alt_ts = self.env.step(state.inner, joint.at[self.seat].set(action.astype(joint.dtype)), key)
+            return self._victims_probs(alt_inner, alt_ts, carry)
+
+        every = jax.vmap(after)(jnp.arange(num))                                         # [A, N, A_v]
+        mean = jnp.einsum("a,anv->nv", legal, every) / jnp.maximum(legal.sum(), 1.0)
+        taken = self._victims_probs(inner, ts, carry)
+        kl = jnp.sum(jnp.where(taken > 0, taken * (jnp.log(jnp.maximum(taken, 1e-30))
+                                                   - jnp.log(jnp.maximum(mean, 1e-30))), 0.0), axis=-1)   # [N]
+        kl = jnp.maximum(kl, 0.0)       # >= 0; rounding leaves tiny negatives where the policies barely move
+        return jnp.where(ts.done, 0.0, self._victims_mean(kl)).astype(jnp.float32)
 
     def base_state(self, state: MinorityState) -> Any:
         return self.env.base_state(state.inner)
