@@ -157,12 +157,16 @@ def section(d: dict) -> str:
         f"{d['threads']} threads: `algo=lm_grpo algo.model=smollm2 algo.decoding=choose_legal {flags}`. Exact "
         "exploitability of each seed's strategy after each number of updates (0: a Nash equilibrium; the uniform "
         f"strategy's is 0.458), interquartile mean over {d['seeds']} seeds with 95% bootstrap intervals; min: "
-        "minutes of training and scoring.", "",
+        "minutes of training and scoring of all seeds, trained one after another.", "",
         *table(["adapters", *map(str, steps), "min"], rows), "",
         "Exact expected return against the uniform random player, the mean of the two seats (chance-weighted "
         "over the deals, so no games are sampled; the untrained model's is the first column), the same seeds:", "",
         *table(["adapters", *map(str, steps)], value_rows), "",
-        last,
+        last, "",
+        *[f"- Target (at most half the untrained model's exploitability, within 30 minutes of 2 cores): "
+          f"{r['adapters']}, {sum(v <= r['points'][0][1][i] / 2 for i, v in enumerate(r['points'][-1][1]))} of "
+          f"{len(r['points'][-1][1])} seeds at or below half their start after {r['points'][-1][0]} updates, "
+          f"{r['seconds'] / 60 / len(r['points'][-1][1]):.0f} minutes a seed." for r in runs],
         "", f"{d['date']}; commit {d['commit']}."])
 
 
