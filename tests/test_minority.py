@@ -68,6 +68,15 @@ def test_the_influence_term_is_the_kl_of_the_victims_policy_to_its_mean_over_the
     np.testing.assert_allclose(ts.reward, [-float(ts.info["victims_reward"]) + 0.5 * expected], rtol=1e-5)
     state, ts = attacked.step(state, jnp.array([1]), jax.random.PRNGKey(2))
     assert bool(ts.done) and float(ts.info["influence"]) == 0.0       # nothing to influence after the end
+    # two steps on: the victim then sees the action the adversary held, so I is the same; from
+    # the second round a two-step branch passes the end, and there is nothing to influence
+    attacked = Minority(coplay.make("matrix", game="penalty", rounds=3), _reads_the_other(env), None, seat=1,
+                        influence=0.5, horizon=2)
+    state, _ = attacked.reset(jax.random.PRNGKey(0))
+    state, ts = attacked.step(state, jnp.array([1]), jax.random.PRNGKey(1))
+    np.testing.assert_allclose(float(ts.info["influence"]), expected, rtol=1e-5)
+    state, ts = attacked.step(state, jnp.array([1]), jax.random.PRNGKey(2))
+    assert float(ts.info["influence"]) == 0.0
     with pytest.raises(ConfigError, match="influence=0.5: the victims' policy has no action distribution"):
         Minority(env, _constant(env, 0), None, seat=1, influence=0.5)
 
@@ -75,14 +84,14 @@ def test_the_influence_term_is_the_kl_of_the_victims_policy_to_its_mean_over_the
 def test_the_run_field_trains_an_adversary_and_refuses_bad_input(tmp_path):
     common = ["seeds=1", "progress=false", "logger=csv", "eval_episodes=8", f"out_dir={tmp_path}"]
     team = coplay.train(["algo=ippo", "env=spread", "total_steps=1600", "name=team", *common])
-    adversary = coplay.train(["algo=ippo", "env=spread", f"minority={team.run_dir}@0:seat=2:influence=0.1",
+    adversary = coplay.train(["algo=ippo", "env=spread", f"minority={team.run_dir}@0:seat=2:influence=0.1:horizon=2",
                               "total_steps=1600", "name=adversary", *common])
     metrics = list(csv.DictReader((adversary.run_dir / "metrics.csv").open()))
     influence = [float(r["eval/influence"]) for r in metrics if r.get("eval/influence")]
-    # the influence summed over each episode: reported, and never negative (its size: the test above)
-    assert "eval/victims_reward" in metrics[0] and influence and all(0 <= i < np.inf for i in influence)
+    # the influence summed over each episode: in spread an action shows in the others' view two steps on
+    assert "eval/victims_reward" in metrics[0] and influence and all(0 < i < np.inf for i in influence)
     for field, message in [
-        ("minority=runs/x", "expected <run dir>[@<seed>]:seat=<k>[:influence=<weight>]"),
+        ("minority=runs/x", "expected <run dir>[@<seed>]:seat=<k>[:influence=<weight>[:horizon=<steps>]]"),
         (f"minority={team.run_dir}:seat=0:influence=-1", "expected <run dir>"),
         (f"minority={tmp_path / 'none'}:seat=0", "is not a run directory"),
         (f"minority={team.run_dir}:seat=3", "seat=3: 'spread' has seats 0..2"),

@@ -121,7 +121,7 @@ def minority_env(env: Env, exp: Experiment) -> Env:
     from coplay.algos.common.matches import seated
 
     assert exp.run.minority is not None
-    path, seed, seat, influence = parse_minority(exp.run.minority)
+    path, seed, seat, influence, horizon = parse_minority(exp.run.minority)
     config = Path(path) / "config.yaml"
     if not config.exists():
         raise ConfigError(f"minority={exp.run.minority}: {path!r} is not a run directory (no config.yaml)")
@@ -141,7 +141,7 @@ def minority_env(env: Env, exp: Experiment) -> Env:
         policy = team.policy()
     finally:
         team.close()
-    return Minority(env, seated(policy, env), params, seat, influence)
+    return Minority(env, seated(policy, env), params, seat, influence, horizon)
 
 
 def plan(exp: Experiment) -> Plan:

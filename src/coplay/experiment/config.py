@@ -83,18 +83,20 @@ def seeds_named(seed: int | None, seeds: int, who: str) -> list[int]:
     return [seed] if seed is not None else list(range(seeds))
 
 
-MINORITY_FORM = "<run dir>[@<seed>]:seat=<k>[:influence=<weight>], e.g. runs/spread@0:seat=2:influence=0.5"
+MINORITY_FORM = ("<run dir>[@<seed>]:seat=<k>[:influence=<weight>[:horizon=<steps>]], e.g. "
+                 "runs/spread@0:seat=2:influence=0.5:horizon=2")
 
 
-def parse_minority(text: str) -> tuple[str, int | None, int, float]:
-    """`<run dir>[@<seed>]:seat=<k>[:influence=<weight>]` -> (run directory, seed or None,
-    seat, weight of the influence reward, 0 where not given)."""
-    match = re.fullmatch(r"(.+?)(?:@(\d+))?:seat=(\d+)(?::influence=((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?))?",
+def parse_minority(text: str) -> tuple[str, int | None, int, float, int]:
+    """`<run dir>[@<seed>]:seat=<k>[:influence=<weight>[:horizon=<steps>]]` -> (run directory,
+    seed or None, seat, weight of the influence reward (0 where not given), its horizon (1))."""
+    match = re.fullmatch(r"(.+?)(?:@(\d+))?:seat=(\d+)"
+                         r"(?::influence=((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?::horizon=([1-9]\d*))?)?",
                          text.strip())
     if match is None:
         raise ConfigError(f"minority={text!r}: expected {MINORITY_FORM}")
     return (match.group(1), None if match.group(2) is None else int(match.group(2)), int(match.group(3)),
-            float(match.group(4) or 0.0))
+            float(match.group(4) or 0.0), int(match.group(5) or 1))
 
 
 def minority_error(text: str) -> str | None:
@@ -149,7 +151,8 @@ class RunConfig:
     minority: str | None = param(None, "a seat of a trained team taken over by the learner, rewarded for "
                                        "lowering the other agents' return, and with influence=<weight> also for "
                                        "moving their policies (coplay.wrappers.minority): "
-                                       "<run dir>[@<seed>]:seat=<k>[:influence=<weight>]", rule=minority_error)
+                                       "<run dir>[@<seed>]:seat=<k>[:influence=<weight>[:horizon=<steps>]]",
+                               rule=minority_error)
     reference_point: str | None = param(None, "several objectives: the point each front's hypervolume is taken "
                                               "from, one number per objective (default: the environment's)",
                                         rule=number_list)

@@ -24,7 +24,12 @@ one), and the victims' action distributions at each resulting observation are re
 
 (the victims' next-step distribution after the action taken, against its mean over the
 adversary's legal actions, uniformly weighted: the wrapper does not know the learner's
-policy), 0 where the episode ends. The adversary's reward is then -mean_v r_v + B I_t;
+policy), 0 where the episode ends. `horizon=H` (`:horizon=H`) compares the victims'
+policies H steps after the action instead of one, the seat holding its action and the
+victims acting on the same keys in every branch: where an action reaches the others'
+observations only a step later (spread moves an agent with its previous velocity, so
+its action shows in the others' view after two steps) the one-step influence is zero.
+The adversary's reward is then -mean_v r_v + B I_t;
 info["influence"] is I_t (an episode's sum in a run's metrics, `influence`). This is
 AMI's influence term in the form that needs no model of the victims beyond their
 policy; AMI's own refinements (a filter that keeps the part of the influence the
@@ -62,7 +67,8 @@ class Minority(Wrapper):
     other seat by `policy` (with `params`, acting for all rows; `Policy.observe` is
     used where the policy reads the state). `policy` must act in `env` as it is."""
 
-    def __init__(self, env: Env, policy: Policy, params: Any, seat: int, influence: float = 0.0):
+    def __init__(self, env: Env, policy: Policy, params: Any, seat: int, influence: float = 0.0,
+                 horizon: int = 1):
         super().__init__(env)
         n = env.spec.num_agents
         if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < n:
@@ -80,7 +86,11 @@ class Minority(Wrapper):
         if influence and policy.probs is None:
             raise ConfigError(f"influence={influence}: the victims' policy has no action distribution to measure (a "
                               "greedy or scripted policy); use influence=0, or a team that samples its actions")
+        if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+            raise ConfigError(f"horizon={horizon!r}: the steps after the seat's action at which the victims' "
+                              "policies are compared, 1 or more")
         self.policy, self.params, self.seat, self.influence = policy, params, seat, float(influence)
+        self.horizon = horizon
         s = env.spec
         self.spec = dataclasses.replace(
             s, name=f"{s.name}/minority@{seat}", num_agents=1, teams=(0,), roles=("adversary",),
@@ -115,7 +125,7 @@ class Minority(Wrapper):
         victims = self._victims_mean(ts.reward)
         if not self.influence:
             return MinorityState(inner, ts, carry, ts.done), self._own(ts, -victims, victims)
-        influence = self._influence(state, joint, k_env, carry, inner, ts)
+        influence = self._influence(state, joint, k_env, carry)
         return (MinorityState(inner, ts, carry, ts.done),
                 self._own(ts, -victims + self.influence * influence, victims, influence))
 
@@ -127,24 +137,35 @@ class Minority(Wrapper):
         probs, _ = self.policy.probs(self.params, obs, batch[1].action_mask, carry, batch[1].done)
         return probs[0]
 
-    def _influence(self, state: MinorityState, joint: jax.Array, key: jax.Array, carry: Any, inner: Any,
-                   ts: TimeStep) -> jax.Array:
-        """I_t of the module's doc: the victims' policies after the action taken against their
-        mean over the seat's legal actions, each stepped from the same state with the same key."""
+    def _influence(self, state: MinorityState, joint: jax.Array, key: jax.Array, carry: Any) -> jax.Array:
+        """I_t of the module's doc: the victims' policies `horizon` steps after each action of
+        the seat (the action held, the victims acting on the same keys in every branch), the
+        branch of the action taken against their mean over the seat's legal actions."""
         num = num_actions(self.env.spec.action_space)
         legal = state.ts.action_mask[self.seat].astype(jnp.float32)                       # [A]
+        taken_action = joint[self.seat]
 
-        def after(action: jax.Array) -> jax.Array:
-            alt_inner, alt_ts = self.env.step(state.inner, joint.at[self.seat].set(action.astype(joint.dtype)), key)
-            return self._victims_probs(alt_inner, alt_ts, carry)
+        def branch(action: jax.Array) -> tuple[jax.Array, jax.Array]:
+            held = action.astype(joint.dtype)
+            b_inner, b_ts = self.env.step(state.inner, joint.at[self.seat].set(held), key)
+            b_carry, ended = carry, b_ts.done
+            for h in range(1, self.horizon):        # the victims act on; the seat repeats its action
+                k_act, k_env = jax.random.split(jax.random.fold_in(key, h))
+                batch = jax.tree.map(lambda x: x[None], (b_inner, b_ts))
+                obs = batch[1].obs if self.policy.observe is None else self.policy.observe(*batch)
+                acts, b_carry = self.policy.act(self.params, obs, batch[1].action_mask, k_act, b_carry,
+                                                batch[1].done)
+                b_inner, b_ts = self.env.step(b_inner, acts[0].at[self.seat].set(held), k_env)
+                ended = ended | b_ts.done
+            return self._victims_probs(b_inner, b_ts, b_carry), ended
 
-        every = jax.vmap(after)(jnp.arange(num))                                         # [A, N, A_v]
+        every, ended = jax.vmap(branch)(jnp.arange(num))                                 # [A, N, A_v], [A]
         mean = jnp.einsum("a,anv->nv", legal, every) / jnp.maximum(legal.sum(), 1.0)
-        taken = self._victims_probs(inner, ts, carry)
+        taken = every[taken_action]     # with horizon 1, the step taken itself (same state, action and key)
         kl = jnp.sum(jnp.where(taken > 0, taken * (jnp.log(jnp.maximum(taken, 1e-30))
                                                    - jnp.log(jnp.maximum(mean, 1e-30))), 0.0), axis=-1)   # [N]
         kl = jnp.maximum(kl, 0.0)       # >= 0; rounding leaves tiny negatives where the policies barely move
-        return jnp.where(ts.done, 0.0, self._victims_mean(kl)).astype(jnp.float32)
+        return jnp.where(ended[taken_action], 0.0, self._victims_mean(kl)).astype(jnp.float32)
 
     def base_state(self, state: MinorityState) -> Any:
         return self.env.base_state(state.inner)
