@@ -8,7 +8,7 @@ An IPPO team trains on `spread` (3 agents, 99,200 steps, seed 0 is the team). Th
 IPPO adversary trains in seat 2 (`minority=<team>@0:seat=2`, 4 seeds, `--steps` each),
 rewarded with minus the victims' reward, the victims playing their frozen policy; a second
 adversary likewise, plus `--influence` times how much its action moves the victims'
-policies (`minority=<team>@0:seat=2:influence=B`). In
+policies `--horizon` steps on (`minority=<team>@0:seat=2:influence=B:horizon=H`). In
 spread every agent receives the team's reward, so the victims' return is the team's.
 The rows: the intact team, seat 2 played by uniformly random actions and by the no-op
 (`coplay.eval.shapley.coalition_value`, 512 episodes, normal 95% interval over
@@ -48,6 +48,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=200_000, help="adversary's environment steps per seed")
     ap.add_argument("--influence", type=float, default=1.0,
                     help="weight of AMI's influence reward for the second adversary")
+    ap.add_argument("--horizon", type=int, default=2,
+                    help="steps after the adversary's action at which the victims' policies are compared (in spread "
+                         "an action shows in the others' view two steps on)")
     ap.add_argument("--quick", action="store_true", help="short trainings, nothing written")
     args = ap.parse_args()
     team_steps, steps, episodes = (3200, 3200, 32) if args.quick else (99_200, args.steps, 512)
@@ -70,8 +73,9 @@ def main() -> None:
                 stand_ins["intact team"] = v[0].tolist()
             stand_ins[f"seat {SEAT}: {name}"] = v[-1].tolist()
         found = {}
-        for name, field in (("adversary", f"minority={team.run_dir}@0:seat={SEAT}"),
-                            ("influence", f"minority={team.run_dir}@0:seat={SEAT}:influence={args.influence}")):
+        seat = f"minority={team.run_dir}@0:seat={SEAT}"
+        for name, field in (("adversary", seat),
+                            ("influence", f"{seat}:influence={args.influence}:horizon={args.horizon}")):
             adversary = coplay.train(["algo=ippo", "env=spread", field, f"total_steps={steps}", "seeds=4",
                                       f"name={name}", "eval_episodes=256", f"out_dir={tmp}", *common])
             rows = list(csv.DictReader((adversary.run_dir / "metrics.csv").open()))
@@ -80,7 +84,7 @@ def main() -> None:
             found[name] = {"victims": [float(r["eval/victims_reward"]) for r in final],
                            "influence": [float(r["eval/influence"]) for r in final if r.get("eval/influence")]}
             print(f"{name}: victims {np.round(found[name]['victims'], 2).tolist()}, influence "
-                  f"{np.round(found[name]['influence'], 3).tolist()}", flush=True)
+                  f"{[f'{i:.3g}' for i in found[name]['influence']]}", flush=True)
         seconds = time.perf_counter() - t
     print(f"intact {np.mean(stand_ins['intact team']):.2f}, random seat "
           f"{np.mean(stand_ins[f'seat {SEAT}: random']):.2f} ({seconds:.0f} s)", flush=True)
@@ -89,7 +93,7 @@ def main() -> None:
     write_results("minority_attack", {**stamp(), "team_steps": team_steps, "adversary_steps": steps,
                                       "episodes": episodes, "seat": SEAT, "stand_ins": stand_ins,
                                       "adversary_victims_return": found["adversary"]["victims"],
-                                      "influence_weight": args.influence,
+                                      "influence_weight": args.influence, "influence_horizon": args.horizon,
                                       "influence_victims_return": found["influence"]["victims"],
                                       "influence_per_episode": found["influence"]["influence"],
                                       "seconds": seconds})
@@ -126,10 +130,13 @@ def section(data: dict) -> str:
     if "influence_victims_return" in data:
         moved = summarize(np.asarray(data["influence_per_episode"]))
         lines += ["", f"The second adversary (`minority=<team>@0:seat={data['seat']}:influence="
-                  f"{data['influence_weight']:g}`) is also rewarded for moving the victims' policies: AMI's "
-                  "influence term, the KL of the victims' next-step policy after its action to their mean policy "
-                  "over its legal actions (`coplay.wrappers.minority`). Its influence summed over an episode, "
-                  f"IQM over its seeds: {moved}."]
+                  f"{data['influence_weight']:g}:horizon={data['influence_horizon']}`) is also rewarded for moving "
+                  "the victims' policies: AMI's influence term, the KL of the victims' policy "
+                  f"{data['influence_horizon']} steps after its action to their mean policy over its legal actions "
+                  "(`coplay.wrappers.minority`; in spread an agent moves with its previous velocity, so an action "
+                  "shows in the others' view two steps on). Its influence summed over an episode, IQM over its "
+                  f"seeds: {moved.value:.3g} [{moved.low:.3g}, {moved.high:.3g}] (the adversary's reward per "
+                  f"episode is minus the victims' return plus {data['influence_weight']:g} times that)."]
     return "\n".join(lines)
 
 
