@@ -20,6 +20,15 @@ from pathlib import Path
 # as they ship. Set before JAX starts its CPU backend; processes the tests start inherit it.
 os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
 
+# One torch thread per test worker: pytest-xdist starts a worker per core (`-n auto`), and
+# torch would start a thread per core in every worker, so that N workers' threads fight over
+# N cores (the two slow language-model tests took 132 s each side by side on 2 cores, 27 and
+# 23 s with one thread each). Set before torch starts; processes a worker starts inherit it.
+# XLA keeps its threads: one per worker made the JAX learning tests slower, and it breaks the
+# tests that split the CPU into several devices.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import jax  # noqa: E402
 import pytest  # noqa: E402
 
