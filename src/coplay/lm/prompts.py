@@ -102,7 +102,9 @@ def worked_examples(env: Any, count: int, seed: int = 0) -> list[Example]:
     used: dict[str, int] = {}
     out: list[Example] = []
     key = jax.random.PRNGKey(seed)
-    while len(out) < count:
+    for _ in range(100 * count):        # games, until `count` turns are shown
+        if len(out) >= count:
+            break
         key, k_reset = jax.random.split(key)
         state, ts = reset(k_reset)
         for t in range(env.spec.max_steps):
@@ -121,4 +123,9 @@ def worked_examples(env: Any, count: int, seed: int = 0) -> list[Example]:
                     out.append((VOCAB.decode(np.asarray(ts.obs)[a]), tuple(texts), text))
                     used[text] = used.get(text, 0) + 1
             state, ts = step(state, jax.numpy.asarray(actions), jax.random.fold_in(key, t))
+    if len(out) < count:
+        from coplay.core.errors import ConfigError
+
+        raise ConfigError(f"algo.examples={count}: {env.spec.name!r} gave {len(out)} turns in {100 * count} random "
+                          "games; give fewer examples")
     return out
