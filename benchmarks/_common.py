@@ -114,6 +114,16 @@ def regenerate_page() -> None:
     page.write()
 
 
+def keep_condition(name: str, data: dict, quick: bool, section: Callable[[dict], str]) -> None:
+    """After each condition of a long script: a quick run prints its section; a full run writes
+    `data` as results `name` and the page again, so a run cut short keeps the conditions it finished."""
+    if quick:
+        print(section(data))
+    else:
+        write_results(name, data)
+        regenerate_page()
+
+
 # ----- comparisons: the same budget, timed in alternation ----------------------------------------------------
 
 

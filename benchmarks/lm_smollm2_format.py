@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import cpu_model, load, regenerate_page, stamp, table, write_results  # noqa: E402
+from _common import cpu_model, keep_condition, load, stamp, table  # noqa: E402
 
 RESULTS = "lm_smollm2_format.json"
 COMMAND = "python benchmarks/lm_smollm2_format.py"
@@ -99,11 +99,7 @@ def main() -> None:
         data = {**stamp(), "cpu": cpu_model(), "threads": args.threads, "updates": args.updates, "every": args.every,
                 "seeds": args.seeds, "examples": args.examples, "eval_episodes": args.eval_episodes,
                 "options": options, "runs": runs}
-        if args.quick:
-            print(section(data))
-        else:   # each condition as it finishes: a run cut short keeps the conditions it finished
-            write_results(RESULTS.removesuffix(".json"), data)
-            regenerate_page()
+        keep_condition(RESULTS.removesuffix(".json"), data, args.quick, section)
 
 
 def section(d: dict) -> str:
