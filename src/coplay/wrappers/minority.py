@@ -116,10 +116,8 @@ class Minority(Wrapper):
 
     def _step(self, state: MinorityState, actions: jax.Array, key: jax.Array) -> tuple[MinorityState, TimeStep]:
         k_victims, k_env = jax.random.split(key)
-        batch = jax.tree.map(lambda x: x[None], (state.inner, state.ts))
-        obs = batch[1].obs if self.policy.observe is None else self.policy.observe(*batch)
-        joint, carry = self.policy.act(self.params, obs, batch[1].action_mask, k_victims, state.carry,
-                                       state.fresh[None])
+        obs, now = self._read(state.inner, state.ts)
+        joint, carry = self.policy.act(self.params, obs, now.action_mask, k_victims, state.carry, state.fresh[None])
         joint = joint[0].at[self.seat].set(actions[0].astype(joint.dtype))
         inner, ts = self.env.step(state.inner, joint, k_env)
         victims = self._victims_mean(ts.reward)
@@ -129,12 +127,17 @@ class Minority(Wrapper):
         return (MinorityState(inner, ts, carry, ts.done),
                 self._own(ts, -victims + self.influence * influence, victims, influence))
 
+    def _read(self, inner: Any, ts: TimeStep) -> tuple[jax.Array, TimeStep]:
+        """What the victims' policy reads at time step `ts` of state `inner`, as a batch of one:
+        its observations (`Policy.observe` where it has one) and the time step."""
+        batch = jax.tree.map(lambda x: x[None], (inner, ts))
+        return (batch[1].obs if self.policy.observe is None else self.policy.observe(*batch)), batch[1]
+
     def _victims_probs(self, inner: Any, ts: TimeStep, carry: Any) -> jax.Array:
         """`[N, A]`: the victims' policy at the time step `ts` of state `inner` (carry `carry`)."""
         assert self.policy.probs is not None
-        batch = jax.tree.map(lambda x: x[None], (inner, ts))
-        obs = batch[1].obs if self.policy.observe is None else self.policy.observe(*batch)
-        probs, _ = self.policy.probs(self.params, obs, batch[1].action_mask, carry, batch[1].done)
+        obs, one = self._read(inner, ts)
+        probs, _ = self.policy.probs(self.params, obs, one.action_mask, carry, one.done)
         return probs[0]
 
     def _influence(self, state: MinorityState, joint: jax.Array, key: jax.Array, carry: Any) -> jax.Array:
@@ -151,10 +154,8 @@ class Minority(Wrapper):
             b_carry, ended = carry, b_ts.done
             for h in range(1, self.horizon):        # the victims act on; the seat repeats its action
                 k_act, k_env = jax.random.split(jax.random.fold_in(key, h))
-                batch = jax.tree.map(lambda x: x[None], (b_inner, b_ts))
-                obs = batch[1].obs if self.policy.observe is None else self.policy.observe(*batch)
-                acts, b_carry = self.policy.act(self.params, obs, batch[1].action_mask, k_act, b_carry,
-                                                batch[1].done)
+                obs, one = self._read(b_inner, b_ts)
+                acts, b_carry = self.policy.act(self.params, obs, one.action_mask, k_act, b_carry, one.done)
                 b_inner, b_ts = self.env.step(b_inner, acts[0].at[self.seat].set(held), k_env)
                 ended = ended | b_ts.done
             return self._victims_probs(b_inner, b_ts, b_carry), ended
