@@ -95,7 +95,8 @@ def section(data: dict) -> str:
              "one network shared without ids is held to 5 in expectation) 20,000 steps at lr 0.005 without "
              "entropy bonus, HATRPO's trust region 0.1 there. Episode return per agent at the end, IQM over seeds "
              "with 95% bootstrap interval; env-steps/s over every seed, compiling included. HARL's own HAPPO "
-             "(PyTorch, not on PyPI) is not in this run.", ""]
+             "beside coplay's: [HAPPO beside HARL's own HAPPO on MPE simple spread]"
+             "(#happo-beside-harls-own-happo-on-mpe-simple-spread).", ""]
     rows = []
     for task, variants in data["results"].items():
         for name, r in variants.items():

@@ -38,6 +38,7 @@ ORDER: list[tuple[str, str | None]] = [
     ("host_envs", None),
     ("train_throughput", None),
     ("q_throughput", None),
+    ("happo_harl", None),
     ("jaxmarl_tables", None),
     ("rware_mava", None),
     ("mo_front", None),
