@@ -120,7 +120,7 @@ def matrix_data(tmp_path_factory):
 
 def _offline(game, algo, dataset, tmp_path, *extra):
     return coplay.train([f"algo={algo}", "env=matrix", f"env.game={game}", "env.rounds=1", f"algo.dataset={dataset}",
-                         "seeds=10", "total_steps=400", "chunk_steps=200", "algo.batch_size=64", "eval_episodes=2",
+                         "seeds=5", "total_steps=400", "chunk_steps=400", "algo.batch_size=64", "eval_episodes=2",
                          f"out_dir={tmp_path}", "progress=false", *extra])
 
 
@@ -133,8 +133,7 @@ def test_team_value_methods_recover_the_optimum_from_data_where_independent_lear
     assert max(independent.final_return["per_seed"]) < best           # no seed finds the optimum
     for algo in ("qmix_cql", "cfcql", "maicq"):
         run = _offline(game, algo, matrix_data[game], tmp_path)
-        found = np.mean(np.asarray(run.final_return["per_seed"]) == best)
-        assert found >= 0.9, (algo, run.final_return["per_seed"])
+        assert run.final_return["per_seed"] == [best] * 5, (algo, run.final_return["per_seed"])   # every seed
 
 
 def test_an_offline_run_resumes_exactly(matrix_data, tmp_path):
