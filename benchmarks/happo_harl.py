@@ -219,7 +219,9 @@ def main() -> None:
     args = ap.parse_args()
     harl, deps = harl_checkout(args.harl.resolve()), harl_deps(args.harl_deps.resolve())
     steps, seeds = (8000, 1) if args.quick else (args.steps, args.seeds)
-    if steps % 4000 or steps % 1600:
+    if seeds < 1:
+        raise SystemExit(f"--seeds {seeds}: at least 1")
+    if steps <= 0 or steps % 4000 or steps % 1600:
         raise SystemExit(f"--steps {steps}: must be a multiple of 4,000 (HARL's update) and 1,600 (coplay's)")
     runs: dict[str, list[dict]] = {HARL: [], **{name: [] for name in COPLAY}}
     with tempfile.TemporaryDirectory() as tmp:
