@@ -63,16 +63,20 @@ def version(dist: str) -> str | None:
         return None
 
 
-def stamp() -> dict:
-    """What a results file records of the run that made it: machine, time, git commit."""
+def git_head(path: Path, otherwise: str = "unknown") -> str:
+    """The short commit of the git checkout at `path` (coplay's, or a peer's), else `otherwise`."""
     import subprocess
 
     try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, check=True).stdout.strip()
+        return subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
-    return {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "commit": commit}
+        return otherwise
+
+
+def stamp() -> dict:
+    """What a results file records of the run that made it: machine, time, git commit."""
+    return {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "commit": git_head(ROOT)}
 
 
 # ----- results files ---------------------------------------------------------------------------------------

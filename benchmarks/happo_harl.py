@@ -67,7 +67,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import fmt_ratio, paired, regenerate_page, same_budget, stamp, table, write_results  # noqa: E402
+from _common import fmt_ratio, git_head, paired, regenerate_page, same_budget, stamp, table, write_results  # noqa: E402
 
 RESULTS = "happo_harl.json"
 COMMAND = "python benchmarks/happo_harl.py --harl PATH --harl-deps DIR"
@@ -233,20 +233,12 @@ def main() -> None:
                 print(f"{name}, seed {seed}: {r['return']:.2f} in {r['seconds']:.0f} s", flush=True)
                 runs[name].append(r)
     data = {**stamp(), "steps": steps, "seeds": seeds, "runs": runs,
-            "harl_commit": args.harl_commit or harl_commit(harl)}
+            "harl_commit": args.harl_commit or git_head(harl, "unknown (not a git checkout)")}
     if args.quick:
         print(section(data))
         return
     write_results("happo_harl", data)
     regenerate_page()
-
-
-def harl_commit(harl: Path) -> str:
-    try:
-        return subprocess.run(["git", "-C", str(harl), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
 
 
 # ----- the page ----------------------------------------------------------------------------------------------

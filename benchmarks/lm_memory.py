@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, cores, median, regenerate_page, stamp, table, write_results
+from _common import ROOT, cores, git_head, median, regenerate_page, stamp, table, write_results
 
 RESULTS = "lm_memory.json"
 COMMAND = ["algo=lm_grpo", "env=text:kuhn_poker", "algo.model=smollm2", "algo.decoding=choose_legal", "seeds=1"]
@@ -94,8 +94,7 @@ def main() -> None:
     for name, src in sides.items():
         if not (src / "coplay").is_dir():
             ap.error(f"{name}: {src} holds no coplay package")
-    commits = {name: subprocess.run(["git", "-C", str(src.parent), "rev-parse", "--short", "HEAD"],
-                                    capture_output=True, text=True).stdout.strip() for name, src in sides.items()}
+    commits = {name: git_head(src.parent, "") for name, src in sides.items()}
     runs: dict[str, list[dict]] = {name: [] for name in sides}
     load = []
     for r in range(args.rounds):

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, regenerate_page, stamp, table, write_results  # noqa: E402
+from _common import ROOT, git_head, regenerate_page, stamp, table, write_results  # noqa: E402
 
 RESULTS = "selfplay_paired.json"
 GAMES = ("tic_tac_toe", "connect_four")
@@ -133,14 +133,6 @@ def paired(game: str, before: Path, rounds: int, updates: int) -> dict:
     return out
 
 
-def git_commit(src: Path) -> str:
-    try:
-        return subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 TITLE = "Self-play training step, an older coplay checkout beside this one, timed in alternation"
 
 
@@ -199,7 +191,7 @@ def main() -> None:
     if args.rounds < 2 or args.updates < 1:
         ap.error(f"--rounds must be >= 2 and --updates >= 1; got {args.rounds} and {args.updates}")
     results = {game: paired(game, args.before_src, args.rounds, args.updates) for game in games}
-    data = {**stamp(), "before": git_commit(args.before_src), "now": git_commit(SELF),
+    data = {**stamp(), "before": git_head(args.before_src), "now": git_head(SELF),
             "args": {k: str(v) for k, v in vars(args).items()}, "results": results}
     if args.no_write:
         print(section(data))

@@ -26,7 +26,17 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import alternate, fmt_ratio, paired, regenerate_page, stamp, table, version, write_results  # noqa: E402
+from _common import (  # noqa: E402
+    alternate,
+    fmt_ratio,
+    git_head,
+    paired,
+    regenerate_page,
+    stamp,
+    table,
+    version,
+    write_results,
+)
 from env_throughput import _rate, jax_case  # noqa: E402
 
 RESULTS = "social_throughput.json"
@@ -112,13 +122,7 @@ def main() -> None:
                   flush=True)
     if args.quick:
         return
-    import subprocess
-
-    try:
-        sj_commit = subprocess.run(["git", "-C", str(args.socialjax), "rev-parse", "--short", "HEAD"],
-                                   capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        sj_commit = "a checkout without git history"
+    sj_commit = git_head(args.socialjax, "a checkout without git history")
     write_results("social_throughput", {**stamp(), "jax": version("jax"), "socialjax": sj_commit, "rounds": rounds,
                                         "seconds_per_timing": seconds, "widths": widths, "results": results})
     regenerate_page()
