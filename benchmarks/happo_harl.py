@@ -1,6 +1,6 @@
 """coplay's HAPPO beside HARL's own HAPPO (PKU-MARL/HARL, PyTorch) on MPE simple spread, same run.
 
-    python benchmarks/happo_harl.py --harl PATH --harl-deps DIR            # about 50 minutes on 2 cores
+    python benchmarks/happo_harl.py --harl PATH --harl-deps DIR            # about 30 minutes on 2 cores
     python benchmarks/happo_harl.py --harl PATH --harl-deps DIR --quick    # one seed, 8,000 steps; nothing written
 
 HARL is not on PyPI: PATH is a checkout of it (the folder holding `harl/` and
