@@ -39,6 +39,7 @@ ORDER: list[tuple[str, str | None]] = [
     ("train_throughput", None),
     ("q_throughput", None),
     ("happo_harl", None),
+    ("social_ippo", None),
     ("jaxmarl_tables", None),
     ("rware_mava", None),
     ("mo_front", None),

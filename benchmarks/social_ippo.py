@@ -92,7 +92,8 @@ from algorithms.utils import ActorCritic
 configs = job["configs"]
 own = OmegaConf.load(configs["env"])
 own.pop("defaults")
-config = OmegaConf.to_container(OmegaConf.merge(OmegaConf.load(configs["base"]), own, OmegaConf.load(configs["reward"])))
+config = OmegaConf.merge(OmegaConf.load(configs["base"]), own, OmegaConf.load(configs["reward"]))
+config = OmegaConf.to_container(config)
 config.update(job["set"])
 module = importlib.import_module("algorithms.IPPO." + job["module"])
 t = time.perf_counter()
@@ -142,7 +143,8 @@ def socialjax_python(py: Path, checkout: Path) -> Path:
                            capture_output=True, text=True, cwd=checkout)
     if probe.returncode != 0:
         raise SystemExit(f"--socialjax-python {py}: cannot import SocialJax's libraries (distrax, hydra, omegaconf, "
-                         f"wandb, jax); make it with the pip command in this script's docstring\n{probe.stderr[-1500:]}")
+                         "wandb, jax); make it with the pip command in this script's docstring\n"
+                         f"{probe.stderr[-1500:]}")
     return py
 
 
