@@ -119,8 +119,9 @@ def regenerate_page() -> None:
 
 
 def keep_condition(name: str, data: dict, quick: bool, section: Callable[[dict], str]) -> None:
-    """After each condition of a long script: a quick run prints its section; a full run writes
-    `data` as results `name` and the page again, so a run cut short keeps the conditions it finished."""
+    """At a script's end, or after each condition of a long one: a quick run prints its section; a
+    full run writes `data` as results `name` and the page again (so a long run cut short keeps the
+    conditions it finished)."""
     if quick:
         print(section(data))
     else:

@@ -67,7 +67,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import fmt_ratio, git_head, paired, regenerate_page, same_budget, stamp, table, write_results  # noqa: E402
+from _common import fmt_ratio, git_head, keep_condition, paired, same_budget, stamp, table  # noqa: E402
 
 RESULTS = "happo_harl.json"
 COMMAND = "python benchmarks/happo_harl.py --harl PATH --harl-deps DIR"
@@ -234,11 +234,7 @@ def main() -> None:
                 runs[name].append(r)
     data = {**stamp(), "steps": steps, "seeds": seeds, "runs": runs,
             "harl_commit": args.harl_commit or git_head(harl, "unknown (not a git checkout)")}
-    if args.quick:
-        print(section(data))
-        return
-    write_results("happo_harl", data)
-    regenerate_page()
+    keep_condition("happo_harl", data, args.quick, section)
 
 
 # ----- the page ----------------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import fmt_ratio, git_head, paired, regenerate_page, same_budget, stamp, table, write_results  # noqa: E402
+from _common import fmt_ratio, git_head, keep_condition, paired, same_budget, stamp, table  # noqa: E402
 
 RESULTS = "social_ippo.json"
 COMMAND = "python benchmarks/social_ippo.py --socialjax PATH --socialjax-python PY"
@@ -259,11 +259,7 @@ def main() -> None:
     data = {**stamp(), "num_envs": num_envs, "steps": steps, "seeds": seeds, "eval_episodes": episodes,
             "socialjax_jax": runs[names[0]]["socialjax"][0]["jax"], "runs": runs,
             "socialjax_commit": args.socialjax_commit or git_head(checkout, "unknown (not a git checkout)")}
-    if args.quick:
-        print(section(data))
-        return
-    write_results("social_ippo", data)
-    regenerate_page()
+    keep_condition("social_ippo", data, args.quick, section)
 
 
 # ----- the page ----------------------------------------------------------------------------------------------
