@@ -89,6 +89,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--socialjax", type=Path, required=True, help="a SocialJax checkout (the directory holding "
                     "its `socialjax` package)")
+    ap.add_argument("--socialjax-commit", default=None, help="the commit PATH holds, where it is not a git checkout")
     ap.add_argument("--envs", default=",".join(PAIRS))
     ap.add_argument("--widths", default="1,128,1024")
     ap.add_argument("--rounds", type=int, default=3)
@@ -122,7 +123,7 @@ def main() -> None:
                   flush=True)
     if args.quick:
         return
-    sj_commit = git_head(args.socialjax, "a checkout without git history")
+    sj_commit = args.socialjax_commit or git_head(args.socialjax, "a checkout without git history")
     write_results("social_throughput", {**stamp(), "jax": version("jax"), "socialjax": sj_commit, "rounds": rounds,
                                         "seconds_per_timing": seconds, "widths": widths, "results": results})
     regenerate_page()
