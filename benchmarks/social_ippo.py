@@ -39,8 +39,10 @@ own environment; the figure is the collective return per episode (the sum of the
 agents' returns), beside a uniformly random team on the same environment. The two
 environments are not the same game: coplay's follow Melting Pot's maps and rules
 (`docs/environments.md`), SocialJax's have their own maps, observations (11 x 11 one-hot
-planes with 19 channels in Clean Up, coplay's 7) and apple laws, so returns are read
-against each side's random team, not against each other. Wall time runs from building
+planes with 19 channels in Clean Up, coplay's 7) and apple laws, and its individual
+reward pays the number of agents (7) for an apple where coplay's pays 1; so returns are
+read against each side's random team, and the apples eaten (the collective return over
+what an apple pays) are given beside them. Wall time runs from building
 the run to the end of its evaluation (compiling included; SocialJax: `make_train` to its
 evaluation's end; coplay: `coplay.train`); interpreter and library imports are outside
 it on both sides. The speed ratio is per seed, coplay's rate over SocialJax's.
@@ -69,6 +71,9 @@ COMMAND = "python benchmarks/social_ippo.py --socialjax PATH --socialjax-python 
 PAIRS = {"clean_up": ("clean_up", "ippo_cnn_cleanup"),
          "commons_harvest": ("harvest_common_open", "ippo_cnn_harvest_open")}
 ROLLOUT, EPOCHS, MINIBATCHES = 1000, 2, 500
+# what one apple eaten pays its eater: SocialJax's individual reward is the number of agents (its clean_up.py
+# and harvest_open.py: `jnp.where(apple_matches, 1, rewards) * self.num_agents`), coplay's 1 (Melting Pot's)
+PER_APPLE = {"socialjax": 7, "coplay": 1}
 COPLAY_SETTINGS = ["algo=ippo", "algo.torso=cnn", "algo.hidden_size=64", "algo.num_layers=1",
                    "algo.activation=relu", f"algo.rollout_len={ROLLOUT}", f"algo.epochs={EPOCHS}",
                    f"algo.minibatches={MINIBATCHES}", "algo.lr=5e-4", "algo.anneal_lr=true", "algo.gamma=0.99",
@@ -282,7 +287,9 @@ def section(data: dict) -> str:
              "of 256 x 1,000 steps takes hours. Collective return per episode (the agents' returns summed) of the "
              f"final policy, {data['eval_episodes']} episodes with sampled actions on each side's own environment, "
              "beside a uniformly random team there (the environments differ in map, observation and apple law, so "
-             "each side is read against its own random team); mean over episodes, then IQM over seeds with 95% "
+             "each side is read against its own random team; SocialJax's individual reward pays an apple 7, the "
+             "number of agents, coplay's 1, so the apples eaten are given too); mean over episodes, then IQM over "
+             "seeds with 95% "
              "bootstrap interval. env-steps/s from building the run to the end of its evaluation, compiling "
              "included; the speed ratio is per seed.", ""]
     rows = []
@@ -295,10 +302,11 @@ def section(data: dict) -> str:
             rand = np.asarray([np.mean(r["random"]) for r in runs])
             rates = _rates(runs)
             ratio = "1" if side == "socialjax" else fmt_ratio(paired(cp_rates, sj_rates), "seeds")
-            rows.append([f"`{name}`", label, str(summarize(final)), str(summarize(rand)),
+            apples = f"{summarize(final / PER_APPLE[side]).value:.1f} / {summarize(rand / PER_APPLE[side]).value:.1f}"
+            rows.append([f"`{name}`", label, str(summarize(final)), str(summarize(rand)), apples,
                          f"{np.median(rates):,.1f}", ratio])
     lines += table(["environment", "implementation", "collective return, final policy", "random team, same env",
-                    "env-steps/s (median)", "speed beside SocialJax"], rows)
+                    "apples eaten, final / random", "env-steps/s (median)", "speed beside SocialJax"], rows)
     return "\n".join(lines)
 
 
