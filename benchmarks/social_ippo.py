@@ -1,7 +1,7 @@
 """coplay's IPPO beside SocialJax's own IPPO script on Clean Up and Commons Harvest, same run,
 at SocialJax's configuration.
 
-    python benchmarks/social_ippo.py --socialjax PATH --socialjax-python PY          # about 30 minutes on 2 cores
+    python benchmarks/social_ippo.py --socialjax PATH --socialjax-python PY          # about 35 minutes on 2 cores
     python benchmarks/social_ippo.py --socialjax PATH --socialjax-python PY --quick  # Clean Up, 1 seed, 1 update
 
 SocialJax is not on PyPI: PATH is a checkout of it (cooperativex/SocialJax; the folder
