@@ -289,9 +289,8 @@ def section(data: dict) -> str:
              "beside a uniformly random team there (the environments differ in map, observation and apple law, so "
              "each side is read against its own random team; SocialJax's individual reward pays an apple 7, the "
              "number of agents, coplay's 1, so the apples eaten are given too); mean over episodes, then IQM over "
-             "seeds with 95% "
-             "bootstrap interval. env-steps/s from building the run to the end of its evaluation, compiling "
-             "included; the speed ratio is per seed.", ""]
+             "seeds with 95% bootstrap interval. env-steps/s from building the run to the end of its evaluation, "
+             "compiling included; the speed ratio is per seed.", ""]
     rows = []
     for name, sides in data["runs"].items():
         sj_rates, cp_rates = _rates(sides["socialjax"]), _rates(sides["coplay"])
