@@ -123,6 +123,38 @@ class _OldGym(gymnasium.Env):
         return np.zeros(1, np.float32), 0.0, False, {}
 
 
+class _Counted(gymnasium.Wrapper):
+    steps = 0
+
+    def step(self, action):
+        _Counted.steps += 1
+        return self.env.step(action)
+
+
+def test_an_evaluator_called_without_vmap_stops_when_its_episodes_end_and_a_broken_promise_is_refused():
+    # Host copies' states are used once, so a loop that vmap may batch steps them to max_steps
+    # (500 here, where random episodes last about 22 steps); an evaluator promised no vmap (the
+    # random baseline, a dataset's scores) stops once every episode has ended, with the same results.
+    from coplay.algos.common.evaluation import make_evaluator
+    from coplay.algos.common.matches import random_policy
+    from coplay.core.compile import jit_once
+    from coplay.wrappers import AutoReset, EpisodeStats
+
+    env = AutoReset(EpisodeStats(from_gymnasium(lambda: _Counted(gymnasium.make("CartPole-v1")), name="counted")))
+    runs = {}
+    for vmapped in (True, False):
+        _Counted.steps = 0
+        out = jit_once(make_evaluator(random_policy(env), 4, vmapped=vmapped))(None, jax.random.PRNGKey(5))
+        runs[vmapped] = (jax.device_get(out), _Counted.steps)
+    (full, full_steps), (early, early_steps) = runs[True], runs[False]
+    for k in full:
+        np.testing.assert_array_equal(early[k], full[k], err_msg=k)
+    assert full_steps == 4 * 500 and early_steps < 4 * 100, (full_steps, early_steps)
+    keys = jax.random.split(jax.random.PRNGKey(3), 2)
+    with pytest.raises(Exception, match="stepped twice"):   # under vmap after all: finished copies stepped again
+        jit_once(jax.vmap(make_evaluator(random_policy(env), 4, vmapped=False), in_axes=(None, 0)))(None, keys)
+
+
 def test_an_environment_on_the_old_gym_api_is_refused_with_what_to_do():
     with pytest.raises(HostEnvError, match=r"reset\(\) returned a ndarray at step 0; Gymnasium's API returns "
                                            r"\(observation, info\).*needs a compatibility wrapper"):

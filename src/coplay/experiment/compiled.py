@@ -257,7 +257,7 @@ def uniform_return(p: Plan, episodes: int = 512, seed: int = 7) -> float:
     """Mean per-agent episode return of `p`'s trainer's own policy with every weight
     zero (uniform over the legal actions, for discrete actions)."""
     params = p.trainer.zero_policy_params()
-    evaluate = jit_once(make_evaluator(p.trainer.policy(), episodes))
+    evaluate = jit_once(make_evaluator(p.trainer.policy(), episodes, vmapped=False))
     return float(np.mean(evaluate(params, jax.random.PRNGKey(seed))["return"]))
 
 

@@ -108,7 +108,7 @@ def compiled_baseline(headline: Headline, trainer: Any, env: Any, reference: np.
         return float(np.mean(jit_once(against_random(played, random_policy(played), episodes))(None, key)["win"]))
     if not played.spec.discrete_actions:
         return None
-    out = jit_once(make_evaluator(random_policy(played), episodes))(None, key)
+    out = jit_once(make_evaluator(random_policy(played), episodes, vmapped=False))(None, key)
     if headline is TEAM_WIN:
         return float(np.mean(out["win"]))
     if headline is HYPERVOLUME:

@@ -181,7 +181,7 @@ def _from_run(p: Any, exp: Experiment, run_dir: Path, paths: list[Path], quality
         state, meta = checkpoint.load(path, target, lambda m, f: check_checkpoint_config(m, exp, f))
         params.append(jax.tree.map(lambda x: x[run_seed], trainer.policy_params(state)))
         steps.append(meta.get("env_steps"))
-    evaluate = jit_once(make_evaluator(trainer.policy(), eval_episodes))
+    evaluate = jit_once(make_evaluator(trainer.policy(), eval_episodes, vmapped=False))
     k_eval, k_record = jax.random.split(key)
     scores = _scores(evaluate, params, k_eval)
     random_score = float(np.mean(dataset_stats(record(env, random_policy(env), eval_episodes, k_eval,

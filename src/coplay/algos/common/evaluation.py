@@ -15,11 +15,13 @@ from coplay.envs.text.scoring import score_text_policy, speaker
 from coplay.envs.text.tree_games import TextTreeGame
 
 
-def make_evaluator(policy: Policy, episodes: int) -> Evaluator:
+def make_evaluator(policy: Policy, episodes: int, *, vmapped: bool = True) -> Evaluator:
     """Returns `evaluate(params, key) -> dict of [episodes]` arrays: each
     environment's first complete episode's statistics (`return` is the episode
     return averaged over agents; other keys are the summed `info` entries).
-    Pure and jit-able; `vmap` it over seeds."""
+    Pure and jit-able; `vmap` it over seeds. `vmapped=False` promises that it is called
+    without `vmap`: on a host environment it then stops once every episode has ended
+    instead of stepping to the horizon (`play_until_done`)."""
     env = policy.env
     horizon = env.spec.max_steps
 
@@ -45,7 +47,7 @@ def make_evaluator(policy: Policy, episodes: int) -> Evaluator:
             return state, ts, carry, stats, finished | ts.info["episode/done"]
 
         _, _, _, stats, finished = play_until_done(env, horizon, body, (state, ts, carry, stats, finished),
-                                                   lambda c: c[-1])
+                                                   lambda c: c[-1], vmapped=vmapped)
         ret = stats.pop("return")
         out = {"return": ret.reshape(episodes, -1).mean(-1) if ret.ndim > 1 else ret}
         out.update({k: v.reshape(episodes, -1).mean(-1) for k, v in stats.items()})

@@ -78,15 +78,20 @@ def reset_envs(env: Env, key: jax.Array, num_envs: int) -> tuple[Any, TimeStep]:
 
 
 def play_until_done(env: Env, horizon: int, body: Callable[[jax.Array, Any], Any], carry: Any,
-                    finished: Callable[[Any], jax.Array]) -> Any:
+                    finished: Callable[[Any], jax.Array], *, vmapped: bool = True) -> Any:
     """`carry = body(t, carry)` for t = 0, 1, ... up to `horizon` steps, stopping once
     `finished(carry)` is all true: steps after every episode has ended change nothing.
-    Where states are used once (`env.states_used_once`, host copies) it always runs
-    `horizon` steps: under `vmap` a batched stop condition keeps stepping finished
-    members and keeps their old states, which such environments refuse."""
+    Where states are used once (`env.states_used_once`, host copies) and the loop may be
+    batched by `vmap` (`vmapped`, the default), it always runs `horizon` steps: a batched
+    stop condition keeps stepping finished members and keeps their old states, which such
+    environments refuse. `vmapped=False` promises that no `vmap` batches the loop, so that
+    it stops early on host copies too (a host environment of 1,000 steps whose episodes
+    end after 20 is then stepped about 20 times, not 1,000); a broken promise is refused
+    by the host environment, never silently wrong."""
+    run_to_horizon = env.states_used_once and vmapped
 
     def go_on(c):
         t, inner = c
-        return t < horizon if env.states_used_once else (t < horizon) & ~jnp.all(finished(inner))
+        return t < horizon if run_to_horizon else (t < horizon) & ~jnp.all(finished(inner))
 
     return jax.lax.while_loop(go_on, lambda c: (c[0] + 1, body(c[0], c[1])), (jnp.int32(0), carry))[1]
