@@ -30,7 +30,9 @@ def iqm(x: np.ndarray, axis: int | None = 0) -> np.ndarray:
 
     The same numbers as `scipy.stats.trim_mean(x, 0.25, axis)` (the same partition
     and slice), without its argument-checking wrapper: the bootstrap behind every
-    summary calls this 10,000 times, and the wrapper alone costs about 1 ms a call."""
+    summary calls this 10,000 times, and the wrapper alone costs about 1 ms a call.
+    For float64 (the bootstrap's case) the mean is `np.mean`'s own sum and division
+    without its wrappers, which took 40% of a summary's time."""
     x = np.asarray(x)
     if axis is None:
         x, axis = x.ravel(), 0
@@ -39,7 +41,10 @@ def iqm(x: np.ndarray, axis: int | None = 0) -> np.ndarray:
         return np.full(np.delete(x.shape, axis), np.nan)
     cut = int(0.25 * n)
     middle = np.partition(x, (cut, n - cut - 1), axis=axis)
-    return np.mean(np.take(middle, np.arange(cut, n - cut), axis=axis), axis=axis)
+    kept = middle[(slice(None),) * (axis % x.ndim) + (slice(cut, n - cut),)]
+    if kept.dtype == np.float64:
+        return np.add.reduce(kept, axis=axis) / (n - 2 * cut)
+    return np.mean(kept, axis=axis)
 
 
 def iqm_ci(scores: np.ndarray, reps: int = 2000, confidence: float = 0.95, seed: int = 0) -> list[Estimate]:
