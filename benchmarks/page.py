@@ -9,13 +9,20 @@ other libraries first, then the learning results; a study (a folder of runs unde
 benchmarks/results/<study>/, with its README.md) enters as one summary table. Every
 figure on the page is computed from a results file; nothing is written by hand.
 A script that cannot be imported, or lacks the protocol, is named on the page and skipped;
-one with no results yet is listed at the end."""
+one with no results yet is listed at the end.
+
+The page's bootstrap intervals (several hundred, about half a second each) are kept in
+benchmarks/page_intervals.json, by what determines each (its scores, resamples, seed, the
+bootstrap's code and rliable's, arch's and numpy's versions: `coplay.eval.stats.remembered`),
+and read back while they hold; a changed result or bootstrap computes its interval anew.
+The page writes the file with the intervals it used, and `--check` checks it too."""
 
 from __future__ import annotations
 
 import argparse
 import difflib
 import importlib
+import json
 import re
 import sys
 from pathlib import Path
@@ -26,7 +33,10 @@ if str(HERE) not in sys.path:
 
 from _common import ROOT, load  # noqa: E402
 
+from coplay.eval.stats import Remembered, remembered  # noqa: E402
+
 PAGE = ROOT / "BENCHMARKS.md"
+INTERVALS = HERE / "page_intervals.json"
 
 # (script, part): part None is the script's RESULTS, section and claims; a part "x" is its X, x_section
 # (and load_x, where given), e.g. "study": STUDY and study_section.
@@ -126,8 +136,31 @@ def _part(name: str, part: str | None) -> tuple[str | None, list[dict], str | No
     return text, claims, None
 
 
-def render() -> str:
-    """The whole page."""
+def render(memo: Remembered | None = None) -> str:
+    """The whole page; with `memo`, its intervals are read from and added to `memo`."""
+    if memo is None:
+        return _render()
+    with remembered(memo.intervals) as inner:
+        text = _render()
+    memo.used |= inner.used
+    memo.read += inner.read
+    return text
+
+
+def _kept_intervals() -> Remembered:
+    """The intervals kept in INTERVALS (none where the file is missing or unreadable)."""
+    try:
+        intervals = json.loads(INTERVALS.read_text())
+    except (OSError, ValueError):
+        intervals = {}
+    return Remembered(intervals if isinstance(intervals, dict) else {})
+
+
+def _intervals_text(memo: Remembered) -> str:
+    return json.dumps({k: memo.intervals[k] for k in sorted(memo.used)}, indent=0) + "\n"
+
+
+def _render() -> str:
     sections, claims, skipped, empty = [], [], [], []
     for name, part in ORDER:
         text, found, why = _part(name, part)
@@ -168,17 +201,25 @@ def render() -> str:
 def write() -> None:
     from coplay.experiment.checkpoint import atomic_write
 
-    atomic_write(PAGE, render().encode())   # a crash while writing leaves the last good page
+    memo = _kept_intervals()
+    text = render(memo)
+    atomic_write(INTERVALS, _intervals_text(memo).encode())
+    atomic_write(PAGE, text.encode())   # a crash while writing leaves the last good page
 
 
-def check() -> list[str]:
-    """The differences between BENCHMARKS.md and what `render` writes (empty: none)."""
-    want = render()
+def check(memo: Remembered | None = None) -> list[str]:
+    """The differences between BENCHMARKS.md (and INTERVALS) and what `write` writes (empty: none).
+    `memo`: the kept intervals to read, by default INTERVALS's; the caller may check the ones
+    read back (`memo.read`) against a fresh bootstrap."""
+    memo = _kept_intervals() if memo is None else memo
+    want = render(memo)
     have = PAGE.read_text() if PAGE.exists() else ""
-    if want == have:
-        return []
-    return list(difflib.unified_diff(have.splitlines(), want.splitlines(), "BENCHMARKS.md", "page.py", lineterm="",
-                                     n=1))
+    diff = [] if want == have else list(difflib.unified_diff(
+        have.splitlines(), want.splitlines(), "BENCHMARKS.md", "page.py", lineterm="", n=1))
+    kept = INTERVALS.read_text() if INTERVALS.exists() else ""
+    if kept != _intervals_text(memo):
+        diff.append(f"{INTERVALS.relative_to(ROOT)} does not hold exactly the intervals the page uses")
+    return diff
 
 
 def main() -> None:

@@ -3,8 +3,12 @@ bootstrap 95% confidence interval (Agarwal et al., 2021), computed by rliable.""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import inspect
 import warnings
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,9 +53,8 @@ def iqm(x: np.ndarray, axis: int | None = 0) -> np.ndarray:
 
 def iqm_ci(scores: np.ndarray, reps: int = 2000, confidence: float = 0.95, seed: int = 0) -> list[Estimate]:
     """scores: [runs, points] -> one Estimate per point (column), each a bootstrap
-    over the runs of that column. With a single run the interval collapses to the value."""
-    from rliable import library as rly
-
+    over the runs of that column. With a single run the interval collapses to the value.
+    Inside `remembered`, an interval computed before is read back instead."""
     scores = np.asarray(scores, np.float64)
     if scores.ndim == 1:
         scores = scores[:, None]
@@ -59,6 +62,25 @@ def iqm_ci(scores: np.ndarray, reps: int = 2000, confidence: float = 0.95, seed:
     point = iqm(scores, axis=0)
     if runs < 2:
         return [Estimate(float(v), float(v), float(v), runs) for v in point]
+    memo = _MEMO[-1] if _MEMO else None
+    if memo is None:
+        lo, hi = _bootstrap(scores, reps, confidence, seed)
+    else:
+        key = memo.key(scores, reps, confidence, seed)
+        if key in memo.intervals:
+            lo, hi = (np.asarray(v, np.float64) for v in memo.intervals[key])
+            memo.read.append((scores, reps, confidence, seed))
+        else:
+            lo, hi = _bootstrap(scores, reps, confidence, seed)
+            memo.intervals[key] = [lo.tolist(), hi.tolist()]
+        memo.used.add(key)
+    return [Estimate(float(p), float(a), float(b), runs) for p, a, b in zip(point, lo, hi)]
+
+
+def _bootstrap(scores: np.ndarray, reps: int, confidence: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """rliable's stratified bootstrap interval of each column's IQM: (low [P], high [P])."""
+    from rliable import library as rly
+
     # rliable's stratified bootstrap draws its resamples from numpy's global generator
     # (np.random.choice), whatever random_state it is given: seed that generator for the
     # call, so the interval is the same every time, and put its state back after
@@ -74,7 +96,50 @@ def iqm_ci(scores: np.ndarray, reps: int = 2000, confidence: float = 0.95, seed:
     finally:
         np.random.set_state(outside)
     lo, hi = interval["scores"]
-    return [Estimate(float(p), float(a), float(b), runs) for p, a, b in zip(point, lo, hi)]
+    return np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+
+
+@dataclass
+class Remembered:
+    """Intervals `iqm_ci` computed, by `key`: JSON-ready (`intervals`), with the keys read or
+    added inside `remembered` (`used`) and the inputs of those read back (`read`)."""
+
+    intervals: dict[str, list]
+    used: set[str] = field(default_factory=set)
+    read: list[tuple] = field(default_factory=list)
+
+    def __post_init__(self):
+        from importlib.metadata import version
+
+        # What the numbers depend on besides the inputs: the code that computes them, and rliable's and
+        # numpy's versions (arch's resampling draws from numpy's legacy generator).
+        code = inspect.getsource(iqm) + inspect.getsource(_bootstrap)
+        self._salt = f"{code}|rliable {version('rliable')}|arch {version('arch')}|numpy {np.__version__}"
+
+    def key(self, scores: np.ndarray, reps: int, confidence: float, seed: int) -> str:
+        h = hashlib.sha256(self._salt.encode())
+        h.update(repr((scores.shape, reps, float(confidence), seed)).encode())
+        h.update(np.ascontiguousarray(scores, np.float64).tobytes())
+        return h.hexdigest()
+
+
+_MEMO: list[Remembered] = []
+
+
+@contextlib.contextmanager
+def remembered(intervals: dict[str, list]) -> Iterator[Remembered]:
+    """Within, `iqm_ci` reads an interval from `intervals` where the same scores, resamples,
+    confidence and seed gave it before (under the same code and rliable, arch and numpy
+    versions, which the key includes), and adds the ones it computes. For a page of several
+    hundred intervals recomputed from results files that rarely change: a bootstrap of
+    10,000 resamples takes about half a second. The yielded `Remembered` says which keys
+    were used (to drop the others) and which inputs were read back (to check some again)."""
+    memo = Remembered(intervals)
+    _MEMO.append(memo)
+    try:
+        yield memo
+    finally:
+        _MEMO.pop()
 
 
 SUMMARY_REPS = 10_000  # bootstrap resamples behind a headline figure
