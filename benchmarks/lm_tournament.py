@@ -29,8 +29,8 @@ from _common import cpu_model, regenerate_page, stamp, table, write_results
 import coplay
 from coplay.algos.common.bots import make_bot
 from coplay.envs.text.scoring import score_lm_player, score_text_policy, speaker
-from coplay.eval.ratings import format_table, ratings_table, win_draw_loss_table
 from coplay.eval.round_robin import Player, round_robin
+from coplay.eval.tables import format_table, ratings_table, win_draw_loss_table
 from coplay.experiment.playback import load_run
 from coplay.lm.acting import lm_policy
 from coplay.lm.models import load_model, tiny_model

@@ -6,18 +6,20 @@ import pytest
 from coplay.core.errors import ConfigError, UnknownNameError
 from coplay.eval.ratings import (
     Game,
-    PairStats,
-    RatingRow,
     Results,
     elo,
     elo_online,
     expected_score,
-    format_table,
     openskill_ratings,
+    wilson,
+)
+from coplay.eval.tables import (
+    PairStats,
+    RatingRow,
+    format_table,
     plot_ratings,
     ratings_table,
     win_draw_loss_table,
-    wilson,
 )
 
 

@@ -3,19 +3,14 @@
 from coplay.eval.ratings import (
     EloRatings,
     Game,
-    PairStats,
-    RatingRow,
     Results,
     elo,
     elo_online,
-    format_table,
     openskill_ratings,
-    plot_ratings,
-    ratings_table,
     wilson,
-    win_draw_loss_table,
 )
 from coplay.eval.stats import Estimate, iqm, iqm_ci, summarize
+from coplay.eval.tables import PairStats, RatingRow, format_table, plot_ratings, ratings_table, win_draw_loss_table
 
 __all__ = [
     "EloRatings", "Estimate", "Game", "PairStats", "RatingRow", "Results", "elo", "elo_online",

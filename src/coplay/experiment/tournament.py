@@ -33,8 +33,8 @@ from coplay.core.policy import Policy
 from coplay.core.registry import ENVS
 from coplay.envs.text.games import TextGame
 from coplay.envs.text.scoring import speaker
-from coplay.eval.ratings import format_table, plot_ratings, ratings_table, win_draw_loss_table
 from coplay.eval.round_robin import Player, round_robin
+from coplay.eval.tables import format_table, plot_ratings, ratings_table, win_draw_loss_table
 from coplay.experiment import checkpoint
 from coplay.experiment.config import seeds_named
 from coplay.experiment.outputs import check_output
