@@ -25,7 +25,8 @@ from tiny_run import TINY
 import coplay
 from coplay.cli.main import main
 from coplay.experiment import checkpoint
-from coplay.experiment.sweep import plan_sweep, read_attempts, sweep
+from coplay.experiment.sweep import read_attempts, sweep
+from coplay.experiment.sweep_plan import plan_sweep
 
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")

@@ -171,7 +171,8 @@ def test_a_sweep_over_solvers_ranks_configurations_by_final_exploitability(tmp_p
     exploitability, lowest first. Trials run in this process (Ray's scheduling is
     tests/test_sweep.py's subject)."""
     pytest.importorskip("ray")
-    from coplay.experiment.sweep import plan_sweep, sweep
+    from coplay.experiment.sweep import sweep
+    from coplay.experiment.sweep_plan import plan_sweep
     from coplay.scale.ray_trials import TrialOutcome
 
     def in_process(fn, trials, **kwargs):

@@ -16,7 +16,8 @@ import pytest
 
 from coplay.cli.main import main
 from coplay.core.errors import ConfigError, UnknownNameError
-from coplay.experiment.sweep import Axis, SweepArgs, expand, parse_sweep, plan_sweep, read_attempts, sweep
+from coplay.experiment.sweep import read_attempts, sweep
+from coplay.experiment.sweep_plan import Axis, SweepArgs, expand, parse_sweep, plan_sweep
 from tiny_run import TINY
 
 ray = pytest.importorskip("ray")
