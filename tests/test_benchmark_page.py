@@ -18,9 +18,10 @@ def _page():
 
 
 def test_benchmarks_md_is_written_from_the_results():
-    # The page's intervals are read from benchmarks/page_intervals.json where their inputs and the
-    # bootstrap's code are unchanged (all of them recomputed take about 80 s on 2 cores); three of
-    # those read back are computed again here, and must be the kept ones to the bit.
+    # The page's intervals are read from benchmarks/page_intervals.json where their inputs, the
+    # bootstrap's code and rliable's, arch's and numpy's versions are unchanged; otherwise (a fresh
+    # install of other versions) they are all computed again, about 80 s on 2 cores. Three of those
+    # read back are computed again here, and must be the kept ones to the bit.
     page = _page()
     memo = page._kept_intervals()
     diff = page.check(memo)
@@ -29,8 +30,7 @@ def test_benchmarks_md_is_written_from_the_results():
     from coplay.eval.stats import iqm_ci
 
     read = sorted(memo.read, key=lambda r: memo.key(*r))
-    assert len(read) > 200, len(read)
-    for scores, reps, confidence, seed in read[:: len(read) // 3][:3]:
+    for scores, reps, confidence, seed in read[:: max(1, len(read) // 3)][:3]:
         kept = memo.intervals[memo.key(scores, reps, confidence, seed)]
         fresh = iqm_ci(scores, reps, confidence, seed)
         assert kept == [[e.low for e in fresh], [e.high for e in fresh]], (scores, kept, fresh)
