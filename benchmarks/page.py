@@ -141,11 +141,8 @@ def render(memo: Remembered | None = None) -> str:
     """The whole page; with `memo`, its intervals are read from and added to `memo`."""
     if memo is None:
         return _render()
-    with remembered(memo.intervals) as inner:
-        text = _render()
-    memo.used |= inner.used
-    memo.read += inner.read
-    return text
+    with remembered(memo):
+        return _render()
 
 
 def _kept_intervals() -> Remembered:

@@ -36,11 +36,11 @@ def test_benchmarks_md_is_written_from_the_results():
         assert kept == [[e.low for e in fresh], [e.high for e in fresh]], (scores, kept, fresh)
 
 
-def test_a_kept_interval_is_read_back_only_for_the_same_scores_and_bootstrap(tmp_path):
-    from coplay.eval.stats import iqm_ci, remembered
+def test_a_kept_interval_is_read_back_only_for_the_same_scores_and_bootstrap():
+    from coplay.eval.stats import Remembered, iqm_ci, remembered
 
     scores = np.array([[1.0, 4.0], [2.0, 5.0], [3.0, 9.0]])
-    with remembered({}) as memo:
+    with remembered(Remembered({})) as memo:
         first = iqm_ci(scores, reps=500)
         assert len(memo.intervals) == 1 and not memo.read
         (key,) = memo.intervals

@@ -139,14 +139,13 @@ _MEMO: list[Remembered] = []
 
 
 @contextlib.contextmanager
-def remembered(intervals: dict[str, list]) -> Iterator[Remembered]:
-    """Within, `iqm_ci` reads an interval from `intervals` where the same scores, resamples,
-    confidence and seed gave it before (under the same code and rliable, arch and numpy
-    versions, which the key includes), and adds the ones it computes. For a page of several
-    hundred intervals recomputed from results files that rarely change: a bootstrap of
-    10,000 resamples takes about half a second. The yielded `Remembered` says which keys
-    were used (to drop the others) and which inputs were read back (to check some again)."""
-    memo = Remembered(intervals)
+def remembered(memo: Remembered) -> Iterator[Remembered]:
+    """Within, `iqm_ci` reads an interval from `memo.intervals` where the same scores,
+    resamples, confidence and seed gave it before (under the same code and rliable, arch and
+    numpy versions, which the key includes), and adds the ones it computes. For a page of
+    several hundred intervals recomputed from results files that rarely change: a bootstrap
+    of 10,000 resamples takes about half a second. `memo` (yielded) then says which keys were
+    used (to drop the others) and which inputs were read back (to check some again)."""
     _MEMO.append(memo)
     try:
         yield memo
