@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import coplay
+from coplay.core.errors import ConfigError
 from coplay.envs.social import grid
 from coplay.envs.social.commons_harvest import ZAP, apples_near
 from coplay.envs.social.metrics import Tally, gini, social_metrics
@@ -378,7 +379,8 @@ def test_resources_are_collected_by_kind_and_regrow_only_after_the_delay():
 def _population(**kw):
     from coplay.envs.social.population_dilemma import PopulationState
 
-    env = coplay.make("population_dilemma", n_agents=3, punish_cost=1.0, punish_fine=4.0, reputation_rate=0.5, **kw)
+    env = coplay.make("population_dilemma", n_agents=3, **{"punish_cost": 1.0, "punish_fine": 4.0,
+                                                           "reputation_rate": 0.5, **kw})
     state, _ = env.reset(jax.random.key(0))
     assert isinstance(state, PopulationState)
     return env, state
@@ -406,6 +408,21 @@ def test_punishment_costs_the_punisher_and_the_punished_what_the_config_says():
     assert [float(x) for x in ts.reward] == [-1.0, -8.0, -1.0]
     assert int(ts.info["direct"]) == 1 and int(ts.info["third_party"]) == 1
     assert int(state.round) == 1 and bool(jnp.all(state.moves == -1))             # the next round begins
+
+
+def test_a_punishment_costs_what_the_punished_played_says_and_a_negative_cost_is_a_reward():
+    env, state = _population(punish_cost=-2.0, unjust_punish_cost=10.0)   # +2 for punishing a defector
+    state, _ = env.step(state, jnp.array([1, 2, 0]), jax.random.key(1))
+    state = state.replace(watched=jnp.array([1, 0, 1]))
+    state, _ = env.step(state, jnp.array([0, 1, 0]), jax.random.key(2))        # C, D, C
+    # 0 punishes its partner 1 (a defector): +2; 1 punishes its partner 2 (a cooperator): -10; 2 punishes the
+    # defector of 1's game as a third party: +2. Fines of 4: 1 twice, 2 once.
+    state, ts = env.step(state, jnp.array([1, 1, 2]), jax.random.key(3))
+    assert [float(x) for x in ts.reward] == [2.0, -18.0, -2.0]
+    with pytest.raises(ConfigError, match="unjust_punish_cost='ten' is out of range.*a number"):
+        coplay.make("population_dilemma", unjust_punish_cost="ten")
+    with pytest.raises(ConfigError, match="punish_fine=-1.*>= 0"):
+        coplay.make("population_dilemma", punish_fine=-1)
 
 
 def test_each_mechanism_switches_off():

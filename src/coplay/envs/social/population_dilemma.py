@@ -18,8 +18,14 @@ in which every agent acts at once:
    1 its partner p(i) (direct; whatever the partner played), 2 the defectors of the
    game it watched (third party: each agent watches the game of one other agent k,
    k drawn at the start of the round, and may punish whichever of k and p(k)
-   defected, itself excepted), 3 both. Each punishment costs the punisher
-   `punish_cost` and the punished `punish_fine`.
+   defected, itself excepted), 3 both. Each punishment costs the punished
+   `punish_fine` and the punisher `punish_cost`, or `unjust_punish_cost` where the
+   punished cooperated this round (only a direct punishment can be unjust; unset, it is
+   `punish_cost`); a negative cost is a reward for punishing. The defaults make
+   punishment costly to the punisher (1.0), the second-order dilemma of costly
+   sanctions. The code released with the paper pays +2 for punishing a defector and
+   charges 10 for punishing a cooperator, with a fine of 3 (`punish_cost=-2
+   unjust_punish_cost=10`), and plays the payoff ((3, 0), (4, 1)).
 
 Reputations (with `reputation`) are public: after each play, r_i <- (1 - rate) r_i
 + rate [a_i = cooperate] (`reputation_rate`), starting at 0.5; every agent sees every
@@ -73,8 +79,8 @@ def _other(key: jax.Array, n: int) -> jax.Array:
 class PopulationDilemma(Env):
     def __init__(self, n_agents: int = 6, rounds: int = 10, partner_selection: bool = True,
                  direct_punishment: bool = True, third_party_punishment: bool = True, reputation: bool = True,
-                 payoff: tuple = ((3.0, 0.0), (5.0, 1.0)), punish_cost: float = 1.0, punish_fine: float = 3.0,
-                 reputation_rate: float = 0.5):
+                 payoff: tuple = ((3.0, 0.0), (5.0, 1.0)), punish_cost: float = 1.0,
+                 unjust_punish_cost: float | None = None, punish_fine: float = 3.0, reputation_rate: float = 0.5):
         def need(name, value, ok, what):
             if not ok:
                 raise ConfigError(f"{name}={value!r} is out of range; it must be {what}")
@@ -85,8 +91,13 @@ class PopulationDilemma(Env):
              "an integer >= 1")
         matrix = np.asarray(payoff, dtype=float) if np.ndim(payoff) == 2 else np.zeros(0)
         need("payoff", payoff, matrix.shape == (2, 2), "a 2 x 2 matrix ((CC, CD), (DC, DD)), the row player's")
-        for name, v in (("punish_cost", punish_cost), ("punish_fine", punish_fine)):
-            need(name, v, isinstance(v, (int, float)) and v >= 0, "a number >= 0")
+        def number(v):
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and bool(np.isfinite(v))
+
+        need("punish_cost", punish_cost, number(punish_cost), "a number (negative: a reward for punishing)")
+        need("unjust_punish_cost", unjust_punish_cost, unjust_punish_cost is None or number(unjust_punish_cost),
+             "a number (negative: a reward for punishing) or None (punish_cost)")
+        need("punish_fine", punish_fine, number(punish_fine) and punish_fine >= 0, "a number >= 0")
         need("reputation_rate", reputation_rate, isinstance(reputation_rate, (int, float))
              and 0 < reputation_rate <= 1, "a number in (0, 1]")
         self.n_agents, self.rounds = n_agents, rounds
@@ -94,7 +105,9 @@ class PopulationDilemma(Env):
             bool(third_party_punishment)
         self.use_reputation = bool(reputation)
         self.payoff = jnp.asarray(matrix, jnp.float32)
-        self.punish_cost, self.punish_fine, self.rate = float(punish_cost), float(punish_fine), float(reputation_rate)
+        self.cost_defector = float(punish_cost)
+        self.cost_cooperator = self.cost_defector if unjust_punish_cost is None else float(unjust_punish_cost)
+        self.punish_fine, self.rate = float(punish_fine), float(reputation_rate)
         self.phases = ((SELECT,) if self.selection else ()) + (PLAY,) + \
             ((PUNISH,) if self.direct or self.third else ())
         steps = rounds * len(self.phases)
@@ -148,8 +161,10 @@ class PopulationDilemma(Env):
         hit_k = third & (moves[k] == DEFECT) & (k != idx)
         hit_pk = third & (moves[pk] == DEFECT) & (pk != idx)
         fines = jnp.zeros((n,), jnp.float32).at[partner].add(direct).at[k].add(hit_k).at[pk].add(hit_pk)
-        dealt = direct.astype(jnp.float32) + hit_k + hit_pk
-        punish_reward = -self.punish_cost * dealt - self.punish_fine * fines
+        # a third party punishes only defectors; a direct punishment whatever the partner played
+        cost = jnp.where(moves[partner] == DEFECT, self.cost_defector, self.cost_cooperator) * direct \
+            + self.cost_defector * (hit_k.astype(jnp.float32) + hit_pk)
+        punish_reward = -cost - self.punish_fine * fines
         reward = (play_reward + jnp.where(kind == PUNISH, punish_reward, zero)).astype(jnp.float32)
         # the next phase, or the next round
         last_phase = state.phase == len(self.phases) - 1
