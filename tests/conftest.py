@@ -33,10 +33,9 @@ import jax  # noqa: E402
 import pytest  # noqa: E402
 
 # Every program is cached, however fast it compiles: the environment contract and the
-# PettingZoo API tests compile hundreds of small programs (the eager checks compile one per
-# primitive), most of them more than once across the workers and the environments of one
-# class; caching them all took those two files from 121 s to 93 s on 2 cores (a threshold
-# of 0.5 s against none).
+# PettingZoo API tests compile hundreds of small programs, most of them more than once
+# across the workers and the environments of one class; caching them all took those two
+# files from 121 s to 93 s on 2 cores (a threshold of 0.5 s against none).
 MIN_COMPILE_SECONDS = 0.0
 
 

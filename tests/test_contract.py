@@ -1,6 +1,7 @@
 """The shared contract suite, applied to every registered environment (with its
 defaults and with a few non-default settings), so new environments get it free."""
 
+import numpy as np
 import pytest
 
 import coplay
@@ -12,11 +13,10 @@ from coplay.testing import check_env
 from coplay.wrappers import AgentID, AutoReset, EpisodeStats
 
 # The grid dilemmas run 1,000 steps an episode by default; the suite checks them on short
-# episodes (their code does not depend on the length but for when it truncates), and op by op
-# only coins and the population dilemma: the others are written on the same grid code, and each
-# op-by-op step of theirs takes about 10 s.
-SHORT = {"commons_harvest": False, "clean_up": False, "coop_mining": False, "pd_arena": False, "coins": True}
-VARIANTS = [(name, {"max_steps": 40} if name in SHORT else {}) for name in ENVS.names()] + [
+# episodes (their code does not depend on the length but for when it truncates).
+SHORT = ("commons_harvest", "clean_up", "coop_mining", "pd_arena", "coins")
+REGISTERED = [(name, {"max_steps": 40} if name in SHORT else {}) for name in ENVS.names()]
+VARIANTS = REGISTERED + [
     ("spread", {"n_agents": 4}),
     ("spread", {"continuous_actions": True}),
     ("spread", {"objectives": "energy"}),                     # two objectives: reward [N, 2]
@@ -47,9 +47,9 @@ def _make(name, **kwargs):
 
 @pytest.mark.parametrize("name, kwargs", VARIANTS, ids=[f"{n}-{k}" if k else n for n, k in VARIANTS])
 def test_contract(name, kwargs):
-    # Op-by-op execution is compared with the compiled one for each environment as registered;
-    # another setting runs the same code.
-    check_env(_make(name, **kwargs), eager=SHORT.get(name, not kwargs))
+    # Traced anew against traced once for each environment as registered; another setting runs
+    # the same code.
+    check_env(_make(name, **kwargs), retrace=(name, kwargs) in REGISTERED)
 
 
 # The wrappers see of an environment only the shapes of its views, actions and masks and who
@@ -69,14 +69,15 @@ def test_contract_through_wrappers(name):
     env = _make(name)
     if isinstance(env.spec.obs_space, Box) and len(env.spec.obs_space.shape) == 1:   # AgentID takes flat Box views
         env = AgentID(env)
-    # The wrappers' code is the same under every environment: run op by op under one of them
+    # The wrappers' code is the same under every environment: traced anew under one of them
     # (spread, whose flat views take AgentID as well).
-    check_env(AutoReset(EpisodeStats(env)), steps=10, eager=name == "spread")
+    check_env(AutoReset(EpisodeStats(env)), steps=10, retrace=name == "spread")
 
 
 class _CountsItsSteps(Wrapper):
     """Keeps a Python-side count of its steps in the reward: traced once under `jit`, the
-    count stays where the trace left it, while op by op it goes on."""
+    count stays where the trace left it, while each new trace (or running op by op) reads
+    it again."""
 
     def __init__(self, env):
         super().__init__(env)
@@ -91,9 +92,20 @@ class _CountsItsSteps(Wrapper):
         return state, ts.replace(reward=ts.reward + self.calls)
 
 
-def test_the_op_by_op_comparison_catches_python_side_state():
-    with pytest.raises(AssertionError, match=r"jit\(step\) differs from step"):
-        check_env(_CountsItsSteps(coplay.make("matrix")))
+class _DrawsOnTheHost(_CountsItsSteps):
+    """Adds a NumPy draw to the reward: a constant of each trace, not a draw per step."""
+
+    rng = np.random.default_rng(0)
+
+    def _step(self, state, actions, key):
+        state, ts = self.env.step(state, actions, key)
+        return state, ts.replace(reward=ts.reward + self.rng.normal())
+
+
+@pytest.mark.parametrize("wrapper", [_CountsItsSteps, _DrawsOnTheHost])
+def test_tracing_anew_catches_python_side_state(wrapper):
+    with pytest.raises(AssertionError, match=r"step traced anew differs from step traced once"):
+        check_env(wrapper(coplay.make("matrix")))
     # Without it, the state shows later: the batched step was traced after the single one.
     with pytest.raises(AssertionError, match=r"vmap\(step\) differs"):
-        check_env(_CountsItsSteps(coplay.make("matrix")), eager=False)
+        check_env(wrapper(coplay.make("matrix")), retrace=False)

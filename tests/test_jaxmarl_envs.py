@@ -118,7 +118,7 @@ SAME_CODE = {"HeuristicEnemySMAX-2s3z", "HeuristicEnemySMAX-5m_vs_6m", "Heuristi
 def test_contract_and_equality_with_the_library(name, kwargs, request):
     env = coplay.make(f"jaxmarl:{name}", **kwargs)
     if request.node.callspec.id not in SAME_CODE:
-        check_env(env, eager=False, steps=4)
+        check_env(env, retrace=False, steps=4)
 
     steps = env.max_steps
     first, (same_obs, same_reward, done, lib_done) = _lockstep(env, steps)(jax.random.PRNGKey(7))

@@ -122,7 +122,7 @@ def test_contract_and_equality_with_the_library(name):
     env = _env(name)
     assert env.spec.name == f"jumanji:{name}" and env.spec.max_steps == 8
     assert env.spec.roles == tuple(f"agent_{i}" for i in range(env.n)) and set(env.spec.teams) == {0}
-    check_env(env, eager=False, steps=10)
+    check_env(env, retrace=False, steps=10)
 
     first, (same, done, truncated, limit, discount, info) = _lockstep(name, env, 8)(jax.random.PRNGKey(3))
     same, done, truncated, limit, discount = (np.asarray(x) for x in (same, done, truncated, limit, discount))

@@ -273,7 +273,7 @@ def test_poker_random_play_is_zero_sum_and_bounded(name):
 # --- the pgx: prefix, lookups and the optional dependency ---------------------------------
 
 def test_contract_through_prefix():
-    check_env(coplay.make("pgx:hex"), eager=False)   # the adapter ran op by op under the registered games
+    check_env(coplay.make("pgx:hex"), retrace=False)   # the adapter was traced anew under the registered games
 
 
 def test_prefix_names_resolve_and_unknown_names_explain():

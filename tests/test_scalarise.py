@@ -105,7 +105,7 @@ def test_accrued_is_the_episodes_vector_return_before_each_step_and_restarts_wit
 
 
 def test_the_wrapped_game_keeps_the_environment_contract():
-    check_env(Scalarise(_Gold(), weights=[0.5, 0.5], method="chebyshev", utopia=[3.0, 3.0]), eager=False)
+    check_env(Scalarise(_Gold(), weights=[0.5, 0.5], method="chebyshev", utopia=[3.0, 3.0]), retrace=False)
 
 
 @pytest.mark.parametrize("kwargs, error, words", [

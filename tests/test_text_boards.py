@@ -123,6 +123,6 @@ def test_random_openings_start_from_zero_to_k_random_moves_and_keep_the_contract
     # the same key gives the same opening (groups of GRPO share their start)
     again = reset(jax.random.split(jax.random.PRNGKey(0), 200))[1]
     np.testing.assert_array_equal(np.asarray(again.obs), np.asarray(ts.obs))
-    check_env(env, eager=False)
+    check_env(env, retrace=False)
     with pytest.raises(ConfigError, match="opening=-1 is out of range"):
         coplay.make("text:tic_tac_toe", opening=-1)

@@ -90,19 +90,22 @@ def _row(tree, i: int):
     return jax.tree.map(lambda x: np.asarray(x)[i], tree)
 
 
-def check_env(env: Env, seed: int = 0, steps: int | None = None, eager: bool = True) -> None:
+def check_env(env: Env, seed: int = 0, steps: int | None = None, retrace: bool = True) -> None:
     """Run the whole contract suite on `env`.
 
-    `eager=False` leaves out one check: that a reset and two steps run op by op (without
-    `jax.jit`) give what the compiled ones give, which catches Python-side state kept by
-    `reset` or `step`. Running op by op compiles a small program per operation and shape,
-    the dearest part of the suite; leave it on, unless the same code has been checked
-    already (another setting of the same environment class, the same wrappers)."""
+    `retrace=False` leaves out one check: that a reset and two steps, each traced anew,
+    give what the programs traced once at the start give. A program bakes in whatever
+    Python-side state `reset` or `step` read when it was traced (a counter kept on the
+    environment, a NumPy draw, a value cached from an earlier call), so such state shows
+    as a difference between two traces, as it would between running op by op and
+    compiled, at the cost of three compiles rather than one per operation and shape.
+    Leave it on, unless the same code has been checked already (another setting of the
+    same environment class, the same wrappers)."""
     spec = env.spec
     steps = steps or min(spec.max_steps + 5, 60)
     key = jax.random.PRNGKey(seed)
 
-    # shapes, dtypes and masks, step by step (compiled: eager is compared with jit below)
+    # shapes, dtypes and masks, step by step (compiled; traced anew below)
     reset_j, step_j = jit_once(env.reset), jit_once(env.step)
 
     def act(ts, k):
@@ -135,16 +138,21 @@ def check_env(env: Env, seed: int = 0, steps: int | None = None, eager: bool = T
     else:
         raise AssertionError("actions of the wrong shape were accepted")
 
-    # jit equals eager
-    if eager:
-        state_e, ts_e = env.reset(key)
+    # traced anew equals traced once: a new function object is a new trace, which reads any
+    # Python-side state again (JAX keeps traces by function, so jitting `env.step` again would not)
+    if retrace:
+        def anew(f):
+            return jit_once(lambda *args: f(*args))
+
+        state_e, ts_e = anew(env.reset)(key)
         state_j, ts_j = reset_j(key)
-        _assert_trees_close((state_e, ts_e), (state_j, ts_j), "jit(reset) differs from reset")
+        _assert_trees_close((state_e, ts_e), (state_j, ts_j), "reset traced anew differs from reset traced once")
         for k in jax.random.split(key, 2):
             a = act_j(ts_e, k)
-            state_e, ts_e = env.step(state_e, a, k)
+            state_e, ts_e = anew(env.step)(state_e, a, k)
             state_j, ts_j = step_j(state_j, a, k)
-            _assert_trees_close((state_e, ts_e), (state_j, ts_j), "jit(step) differs from step")
+            _assert_trees_close((state_e, ts_e), (state_j, ts_j), "step traced anew differs from step traced once "
+                                "(Python-side state read by step?)")
 
     # vmap equals one-by-one (both compiled)
     def batched(keys):
