@@ -117,6 +117,25 @@ def test_environment_arguments_are_typed_and_one_that_takes_none_says_so():
     assert coplay.make("spread", n_agents="2").spec.num_agents == 2  # text is read as the parameter's type
 
 
+def test_a_sequence_argument_is_read_from_brackets_and_keeps_one_form_through_a_config_file(tmp_path):
+    import coplay
+
+    env = coplay.make("population_dilemma", payoff="[[3, 0], [4, 1]]")
+    assert env.payoff.tolist() == [[3.0, 0.0], [4.0, 1.0]]
+    exp = parse_overrides(["env=beach", "env.type_distribution=(1,1,2)", "algo=mo_ppo"])
+    (tmp_path / "config.yaml").write_text(exp.to_yaml())
+    loaded = Experiment.load(tmp_path / "config.yaml")          # YAML reads the tuple back as a list
+    assert loaded == exp and loaded.to_dict()["env"]["type_distribution"] == (1, 1, 2)
+    assert resume_differences(loaded, exp) == []
+    with pytest.raises(ConfigError, match=r"env.type_distribution='0.3, 0.7\]' is not a sequence.*brackets"):
+        parse_overrides(["env=beach", "env.type_distribution=0.3, 0.7]"])
+    with pytest.raises(ConfigError, match=r"type_distribution=\[1, -1\] must be non-negative"):   # the env's own
+        coplay.make("beach", type_distribution="[1, -1]")
+    # a value that breaks the environment's arithmetic is a ConfigError naming the arguments, not a traceback
+    with pytest.raises(ConfigError, match=r"environment 'beach' rejected its arguments.*'a', 'b'"):
+        coplay.make("beach", type_distribution="['a', 'b']")
+
+
 def test_loggers_join_and_a_stored_tensorboard_switch_still_loads(tmp_path):
     assert parse_overrides(["logger=tensorboard+wandb"]).run.logger == "tensorboard+wandb"
     for old, new in (("false", "csv"), ("true", "tensorboard")):

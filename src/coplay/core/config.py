@@ -6,6 +6,7 @@ type (so `algo.lr=3e-4` and `total_steps=2e6` both work)."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
 import numbers
@@ -71,6 +72,26 @@ def parse_scalar(text: str) -> Any:
         return float(text)
     except ValueError:
         return text
+
+
+def parse_sequence(where: str, text: str) -> tuple:
+    """'[1, 2]' or '(1, 2)' -> (1, 2), nested brackets giving nested tuples ('[[3, 0], [4, 1]]'
+    -> ((3, 0), (4, 1))): a field whose value is a sequence, written on the command line.
+    Anything else is refused, naming `where`."""
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        value = None
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{where}={text!r} is not a sequence; write it in brackets, such as {where}=[0.3,0.7] "
+                          f"(a matrix: [[3,0],[5,1]])")
+    return as_tuples(value)
+
+
+def as_tuples(value: Any) -> Any:
+    """Lists and tuples, nested, as tuples: one form for a sequence whether it came from a
+    default, the command line or a config file (YAML reads tuples back as lists)."""
+    return tuple(as_tuples(x) for x in value) if isinstance(value, (list, tuple)) else value
 
 
 def coerce_value(where: str, value: Any, typ: Any) -> Any:

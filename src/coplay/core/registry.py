@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from coplay.core.config import coerce_value, parse_scalar
+from coplay.core.config import as_tuples, coerce_value, parse_scalar, parse_sequence
 from coplay.core.errors import ConfigError, CoplayError, RegistryError, UnknownNameError, unknown_name
 
 SEPARATOR = ":"
@@ -146,8 +146,9 @@ class Registry:
     def arguments(self, name: str, values: dict[str, Any], where: str = "") -> dict[str, Any]:
         """`values` checked against entry `name`'s parameters, each read as its default's
         type (so command-line strings work, and a value of the wrong type is refused
-        naming `where` + the parameter); parameters without a typed default take a
-        number, bool or none read from text, or any value."""
+        naming `where` + the parameter); a parameter whose default is a sequence, or a
+        text in brackets, is read as a sequence (`[[3,0],[5,1]]`); other parameters
+        without a typed default take a number, bool or none read from text, or any value."""
         params = self.parameters(name)
         out = {}
         for key, value in values.items():
@@ -157,6 +158,11 @@ class Registry:
             typ = type(default) if default is not None and not isinstance(default, (list, tuple, dict)) else None
             if typ in (int, float, bool, str):
                 out[key] = coerce_value(f"{where}{key}", value, typ)
+            elif isinstance(value, str) and (isinstance(default, (list, tuple))
+                                             or value.lstrip().startswith(("[", "("))):
+                out[key] = parse_sequence(f"{where}{key}", value)
+            elif isinstance(value, (list, tuple)):
+                out[key] = as_tuples(value)
             else:
                 out[key] = parse_scalar(value) if isinstance(value, str) else value
         return out
@@ -167,7 +173,9 @@ class Registry:
         kwargs = self.arguments(name, kwargs)
         try:
             return self.get(name).factory(**kwargs)
-        except TypeError as e:  # e.g. a value of the wrong type reaching arithmetic
+        except CoplayError:   # the factory's own error, which names the value already
+            raise
+        except (TypeError, ValueError) as e:  # a value of the wrong type or form reaching arithmetic
             raise ConfigError(f"{self.what} {name!r} rejected its arguments {kwargs}: {e}") from e
 
     def __contains__(self, name: str) -> bool:
