@@ -10,7 +10,7 @@ Two punishment settings. `costly` (the environment's defaults): a punishment cos
 punisher 1 and the punished 3, the second-order dilemma of costly sanctions. `rewarded`:
 the rewards of the code released with the paper (its `Mechanisms/Punishment.py`):
 punishing a defector pays the punisher +2, punishing a cooperator costs it 10, the
-punished loses 3; the payoff stays 3/0/5/1 (the paper's temptation is 4).
+punished loses 3, and the payoff is the paper's 3/0/4/1.
 
 IPPO (`coplay.train`, defaults otherwise) on `population_dilemma` (6 agents, 10 rounds)
 under each condition, the seeds of a condition trained together in one compiled run.
@@ -41,7 +41,10 @@ from _common import regenerate_page, stamp, table, write_results  # noqa: E402
 RESULTS = ("social_punishment.json", "social_punishment_rewarded.json")
 COMMAND = "python benchmarks/social_punishment.py"
 # the environment's fields for each punishment setting, and the results file of each
-PUNISHMENT: dict[str, dict[str, float]] = {"costly": {}, "rewarded": {"punish_cost": -2.0, "unjust_punish_cost": 10.0}}
+PUNISHMENT: dict[str, dict[str, float | str]] = {
+    "costly": {},
+    "rewarded": {"punish_cost": -2.0, "unjust_punish_cost": 10.0, "payoff": "[[3,0],[4,1]]"},
+}
 RESULTS_OF = {"costly": "social_punishment", "rewarded": "social_punishment_rewarded"}
 
 OFF = {"partner_selection": False, "direct_punishment": False, "third_party_punishment": False,
@@ -123,12 +126,13 @@ def section(data: dict) -> str:
     lines = ["## Social dilemmas: cooperation of independent learners under punishment and reputation", "",
              f"`{COMMAND}` and `{COMMAND} --punishment rewarded --conditions direct,third_party,all`: "
              "IPPO on `population_dilemma` (6 agents, "
-             f"{runs[0][1]['rounds']} rounds, the prisoner's dilemma 3/0/5/1), "
+             f"{runs[0][1]['rounds']} rounds), "
              f"{some['seeds']} seeds per condition, {some['steps']:,} environment steps each, under two punishment "
-             "settings: *costly* (the environment's defaults: a punishment costs the punisher 1 and the punished 3) "
-             "and *rewarded* (the rewards in the code released with the paper: punishing a defector pays the "
-             "punisher +2, punishing a cooperator costs it 10, the punished loses 3); the conditions without "
-             "punishment are one game under both, and run once. Cooperation: the "
+             "settings: *costly* (the environment's defaults: the prisoner's dilemma 3/0/5/1; a punishment costs the "
+             "punisher 1 and the punished 3) "
+             "and *rewarded* (the payoff and rewards in the code released with the paper: the prisoner's dilemma "
+             "3/0/4/1; punishing a defector pays the punisher +2, punishing a cooperator costs it 10, the punished "
+             "loses 3; run for the conditions with punishment). Cooperation: the "
              "share of cooperative moves in 32 evaluation episodes per seed, at the first evaluation (after a "
              "tenth of the budget) and at the end; return: the mean agent's episode return at the end; "
              "punishments: dealt per episode at the end. Interquartile mean over seeds, 95% bootstrap interval.",
